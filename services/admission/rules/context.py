@@ -1,0 +1,94 @@
+"""The plain data admission rules need beyond the object itself, loaded by the webhook shell.
+
+The shell fills an `AdmissionContext` from PostgreSQL or the cluster (queues, priority classes,
+jobs per queue, namespace annotations) before calling the pure rules; the rules never look
+anything up themselves. Defaults mirror Volcano's webhook-manager flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.volcano import ROOT_QUEUE, Queue
+
+# Volcano's registered job plugins (pkg/controllers/job/plugins/factory.go).
+VOLCANO_JOB_PLUGINS: frozenset[str] = frozenset(
+    {"ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray"}
+)
+# Kubernetes creates these two classes itself; they always exist.
+BUILTIN_PRIORITY_CLASSES: frozenset[str] = frozenset(
+    {"system-cluster-critical", "system-node-critical"}
+)
+# etcd's default request limit; a larger object could never be stored anyway.
+DEFAULT_MAX_OBJECT_BYTES = 1_572_864
+
+ResourceAmounts = Mapping[str, str | int | float]
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """What the rules read of a queue: state, place in the hierarchy, resource settings."""
+
+    name: str
+    state: str = "Open"
+    parent: str = ""
+    capability: ResourceAmounts = field(default_factory=dict)
+    deserved: ResourceAmounts = field(default_factory=dict)
+    guarantee: ResourceAmounts = field(default_factory=dict)
+    hierarchy: str = ""
+    allocated_pods: int = 0
+
+    @classmethod
+    def from_queue(cls, queue: Queue | Mapping[str, Any]) -> QueueView:
+        """The view of a Queue object (or its Kubernetes JSON) as stored in the cluster."""
+        model = queue if isinstance(queue, Queue) else Queue.model_validate(queue)
+        spec, status = model.spec, model.status
+        allocated = (status.allocated or {}).get("pods", 0)
+        annotations = model.metadata.annotations or {}
+        return cls(
+            name=model.name,
+            state=str(status.state or ""),
+            parent=spec.parent or "",
+            capability=dict(spec.capability or {}),
+            deserved=dict(spec.deserved or {}),
+            guarantee=dict((spec.guarantee.resource if spec.guarantee else None) or {}),
+            hierarchy=annotations.get("volcano.sh/hierarchy", ""),
+            allocated_pods=int(str(allocated)),
+        )
+
+
+@dataclass(frozen=True)
+class AdmissionContext:
+    """Everything outside the reviewed object that a rule may consult."""
+
+    queues: Mapping[str, QueueView] = field(default_factory=dict)
+    priority_classes: frozenset[str] = frozenset()
+    jobs_per_queue: Mapping[str, int] = field(default_factory=dict)
+    known_plugins: frozenset[str] = VOLCANO_JOB_PLUGINS
+    # Namespace -> its `scheduling.volcano.sh/queue-name` annotation (PodGroup defaulting).
+    namespace_queues: Mapping[str, str] = field(default_factory=dict)
+    scheduler_name: str = "volcano"
+    max_queue_depth: int = 5
+    max_object_bytes: int = DEFAULT_MAX_OBJECT_BYTES
+    enable_root_queue_protection: bool = True
+    enable_queue_allocated_pods_check: bool = True
+
+    def children(self, queue: str) -> list[QueueView]:
+        """Direct child queues; a queue without a parent hangs under `root`."""
+        return sorted(
+            (
+                view
+                for view in self.queues.values()
+                if view.name != queue
+                and (view.parent or (ROOT_QUEUE if view.name != ROOT_QUEUE else "")) == queue
+            ),
+            key=lambda view: view.name,
+        )
+
+    def is_leaf(self, queue: str) -> bool:
+        return not self.children(queue)
+
+    def priority_class_exists(self, name: str) -> bool:
+        return name in self.priority_classes or name in BUILTIN_PRIORITY_CLASSES

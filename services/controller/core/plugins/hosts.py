@@ -1,0 +1,73 @@
+"""Host names of a job's pods, as every Volcano job plugin spells them.
+
+`<hostname or <job>-<task>-<i>>.<subdomain or <job>>`: the svc plugin's headless Service makes
+these resolve; svc, ssh, pytorch, tensorflow and mpi all list them. A template with its own
+`hostname` names one host for the whole task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Json = Mapping[str, Any]
+
+
+def job_name(job: Json) -> str:
+    return str((job.get("metadata") or {}).get("name", ""))
+
+
+def tasks(job: Json) -> list[Json]:
+    return list((job.get("spec") or {}).get("tasks") or ())
+
+
+def task_named(job: Json, name: str) -> Json | None:
+    return next((t for t in tasks(job) if t.get("name") == name), None)
+
+
+def _template_spec(task: Json) -> Json:
+    return (task.get("template") or {}).get("spec") or {}
+
+
+def domain_name(job: Json, task: Json, index: int) -> str:
+    spec = _template_spec(task)
+    host = spec.get("hostname") or f"{job_name(job)}-{task.get('name')}-{index}"
+    return f"{host}.{spec.get('subdomain') or job_name(job)}"
+
+
+def task_hosts(job: Json, task: Json) -> list[str]:
+    """Every host of the task (one if the template fixes `hostname`)."""
+    count = int(task.get("replicas") or 0)
+    if _template_spec(task).get("hostname"):
+        count = min(count, 1)
+    return [domain_name(job, task, i) for i in range(count)]
+
+
+def pod_index(pod: Json) -> str:
+    """The pod's index as plugins read it: the last `-` segment of its name."""
+    parts = str((pod.get("metadata") or {}).get("name", "")).split("-")
+    return parts[-1] if len(parts) >= 3 else ""
+
+
+def pod_task(pod: Json) -> str:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get("volcano.sh/task-spec") or "default")
+
+
+def all_containers(pod: dict[str, Any], *, init: bool = True) -> list[dict[str, Any]]:
+    spec = pod.setdefault("spec", {})
+    found: list[dict[str, Any]] = list(spec.get("containers") or ())
+    if init:
+        found += list(spec.get("initContainers") or ())
+    return found
+
+
+def add_env(container: dict[str, Any], *pairs: dict[str, Any]) -> None:
+    container.setdefault("env", []).extend(pairs)
+
+
+def add_port(container: dict[str, Any], name: str, port: int) -> None:
+    """Open `port` unless the container already declares it."""
+    ports = container.setdefault("ports", [])
+    if not any(int(p.get("containerPort", 0)) == port for p in ports):
+        ports.append({"name": name, "containerPort": port})

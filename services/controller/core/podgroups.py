@@ -1,0 +1,183 @@
+"""PodGroups for work that is not a Volcano Job, and PodGroup status for every gang.
+
+Volcano's pg-controller: a pod that asks for our scheduler and names no PodGroup gets one
+(`podgroup-<owner or pod uid>`) and the shell then annotates the pod with it. Kubeflow's training
+operator and KubeRay create their own PodGroups; we only recognise them (`foreign_owner`) and keep
+their status like any other with `podgroup_status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from services.controller.core import keys
+from services.controller.core.owners import controller_of, controller_ref
+from services.controller.core.quota import pod_quota_usage, to_resource_list
+
+Json = Mapping[str, Any]
+PODGROUP_PREFIX = "podgroup-"
+DEFAULT_SCHEDULER_NAMES = ("volcano",)
+# Owners whose annotations (min member, volcano.sh/*) a plain pod's PodGroup inherits.
+INHERITING_OWNER_KINDS = frozenset({"ReplicaSet", "DaemonSet", "StatefulSet", "Job"})
+# Operators that create PodGroups for their own workloads (kind -> API group of the owner).
+FOREIGN_OWNERS = {
+    "PyTorchJob": "kubeflow.org",
+    "TFJob": "kubeflow.org",
+    "MPIJob": "kubeflow.org",
+    "XGBoostJob": "kubeflow.org",
+    "PaddleJob": "kubeflow.org",
+    "JAXJob": "kubeflow.org",
+    "RayCluster": "ray.io",
+    "RayJob": "ray.io",
+}
+
+
+def podgroup_name_for_pod(pod: Json) -> str:
+    """`podgroup-<uid of the pod's controller>`, or `podgroup-<pod uid>` for an orphan pod."""
+    owner = controller_of(pod)
+    uid = owner.get("uid") if owner else (pod.get("metadata") or {}).get("uid", "")
+    return f"{PODGROUP_PREFIX}{uid}"
+
+
+def needs_podgroup(pod: Json, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES) -> bool:
+    """A pod we schedule that names no PodGroup (pods of Volcano Jobs always name theirs)."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    scheduler = (pod.get("spec") or {}).get("schedulerName") or ""
+    return scheduler in scheduler_names and not annotations.get(keys.GROUP_NAME)
+
+
+def _min_member(owner_annotations: Mapping[str, str]) -> int:
+    try:
+        value = int(owner_annotations.get(keys.GROUP_MIN_MEMBER, "1"))
+    except ValueError:
+        return 1
+    return value if value >= 0 else 1
+
+
+def _network_topology(annotations: Mapping[str, str]) -> dict[str, Any] | None:
+    mode = annotations.get(keys.NETWORK_TOPOLOGY_MODE)
+    tier = annotations.get(keys.NETWORK_TOPOLOGY_HIGHEST_TIER)
+    if mode is None and tier is None:
+        return None
+    topology: dict[str, Any] = {"mode": "hard"}
+    if mode is not None and mode.lower() in ("hard", "soft"):
+        topology["mode"] = mode.lower()
+    if tier is not None and tier.lstrip("-").isdigit():
+        topology["highestTierAllowed"] = int(tier)
+    return topology
+
+
+def podgroup_for_pod(
+    pod: Json,
+    owner_annotations: Mapping[str, str] | None = None,
+    scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES,
+) -> dict[str, Any] | None:
+    """The PodGroup Volcano creates for a plain pod, or None when the pod needs none.
+
+    `owner_annotations` are the annotations of the pod's ReplicaSet/DaemonSet/StatefulSet/batch
+    Job (the shell reads them): `scheduling.volcano.sh/group-min-member` sets minMember and
+    every `volcano.sh/` annotation is inherited.
+    """
+    if not needs_podgroup(pod, scheduler_names):
+        return None
+    meta = pod.get("metadata") or {}
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    spec = pod.get("spec") or {}
+    inherited = owner_annotations or {}
+    min_member = _min_member(inherited)
+    owner = controller_of(pod)
+    pg_annotations = {k: v for k, v in inherited.items() if k.startswith("volcano.sh/")}
+    for key in (keys.PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE):
+        if key in annotations:
+            pg_annotations[key] = annotations[key]
+    if keys.JDB_MIN_AVAILABLE in annotations:
+        pg_annotations[keys.JDB_MIN_AVAILABLE] = annotations[keys.JDB_MIN_AVAILABLE]
+    elif keys.JDB_MAX_UNAVAILABLE in annotations:
+        pg_annotations[keys.JDB_MAX_UNAVAILABLE] = annotations[keys.JDB_MAX_UNAVAILABLE]
+    pg_spec: dict[str, Any] = {
+        "minMember": min_member,
+        "minResources": to_resource_list(pod_quota_usage(spec) * min_member),
+    }
+    if spec.get("priorityClassName"):
+        pg_spec["priorityClassName"] = spec["priorityClassName"]
+    if annotations.get(keys.POD_QUEUE_NAME):
+        pg_spec["queue"] = annotations[keys.POD_QUEUE_NAME]
+    topology = _network_topology(annotations)
+    if topology:
+        pg_spec["networkTopology"] = topology
+    return {
+        "apiVersion": keys.SCHEDULING_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": podgroup_name_for_pod(pod),
+            "namespace": meta.get("namespace", ""),
+            "ownerReferences": list(meta.get("ownerReferences") or ()) if owner else
+            [controller_ref("v1", "Pod", str(meta.get("name", "")), str(meta.get("uid", "")))],
+            "annotations": pg_annotations,
+            "labels": {k: labels[k] for k in (keys.PREEMPTABLE, keys.COOLDOWN_TIME) if k in labels},
+        },
+        "spec": pg_spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def group_annotation_patch(podgroup_name: str) -> dict[str, Any]:
+    """The merge patch that links the pod to its new PodGroup."""
+    return {"metadata": {"annotations": {keys.GROUP_NAME: podgroup_name}}}
+
+
+def foreign_owner(podgroup: Json) -> str | None:
+    """`kubeflow.org/PyTorchJob`, `ray.io/RayCluster`...: the operator that made this PodGroup."""
+    owner = controller_of(podgroup)
+    if owner is None:
+        return None
+    kind = str(owner.get("kind", ""))
+    group = str(owner.get("apiVersion", "")).split("/", 1)[0]
+    if FOREIGN_OWNERS.get(kind) == group:
+        return f"{group}/{kind}"
+    return None
+
+
+def pods_of_podgroup(podgroup: Json, pods: Iterable[Json]) -> list[Json]:
+    meta = podgroup.get("metadata") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    return [
+        p for p in pods
+        if ((p.get("metadata") or {}).get("annotations") or {}).get(keys.GROUP_NAME) == name
+        and (p.get("metadata") or {}).get("namespace") == namespace
+    ]
+
+
+def podgroup_status(
+    podgroup: Json, pods: Iterable[Json], *, unschedulable_now: bool = False
+) -> dict[str, Any]:
+    """PodGroup status as Volcano's scheduler closes a session: phase, counters, conditions kept.
+
+    A pod counts as scheduled once bound (nodeName) or past Pending. With at least minMember
+    scheduled the gang is Running, or Completed when every scheduled pod finished; short of
+    that it is Pending, unless the scheduler already admitted it (Inqueue stays Inqueue). A gang
+    with running pods found unschedulable in this session (`unschedulable_now`) is Unknown.
+    """
+    status = dict(podgroup.get("status") or {})
+    members = pods_of_podgroup(podgroup, pods)
+    phases = [str((p.get("status") or {}).get("phase") or "Pending") for p in members]
+    scheduled = [
+        phase for p, phase in zip(members, phases, strict=True)
+        if (p.get("spec") or {}).get("nodeName") or phase != "Pending"
+    ]
+    running = phases.count("Running")
+    min_member = int((podgroup.get("spec") or {}).get("minMember") or 0)
+    current = status.get("phase") or "Pending"
+    if running and unschedulable_now:
+        phase = "Unknown"
+    elif len(scheduled) >= min_member and (scheduled or min_member == 0):
+        finished = all(ph in ("Succeeded", "Failed") for ph in scheduled)
+        phase = "Completed" if scheduled and finished else "Running"
+    else:
+        phase = "Inqueue" if current == "Inqueue" else "Pending"
+    status.update({"phase": phase, "running": running,
+                   "succeeded": phases.count("Succeeded"), "failed": phases.count("Failed")})
+    status["conditions"] = list(status.get("conditions") or ())
+    return status

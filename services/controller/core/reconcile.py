@@ -1,0 +1,299 @@
+"""The three operations every job state is built from: SyncJob, KillJob and KillTarget.
+
+`lifecycle` picks the operation and the status rule for the job's phase and action; these
+functions compute the pods to create or delete, the counters, the PodGroup and plugin effects
+and the new status, as Volcano's `syncJob` and `killPods` do, without touching anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from shared.volcano.enums import JobPhase
+
+from services.controller.core.effects import (
+    CreatePods,
+    DeletePluginResources,
+    DeletePodGroup,
+    DeletePods,
+    Effect,
+    EnsurePluginResources,
+    EnsurePodGroup,
+    EnsurePVCs,
+    PodRef,
+    RecordEvent,
+)
+from services.controller.core.jobstate import (
+    POD_PHASES,
+    JobCondition,
+    JobState,
+    JobStatus,
+    PodView,
+    pod_name,
+)
+
+# A status rule sees the freshly counted status and returns it with a new phase (and perhaps a
+# new retry count), or None when the phase stays: Volcano's UpdateStatusFn.
+StatusRule = Callable[[JobState, JobStatus], JobStatus | None]
+
+# Plugins whose OnJobAdd/OnJobDelete create or delete Kubernetes objects.
+PLUGINS_WITH_OBJECTS = frozenset({"svc", "ssh"})
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a RestartTask / RestartPod / RestartPartition kills."""
+
+    kind: str  # "task" | "pod" | "partition"
+    task: str = ""
+    pod: str = ""
+    partition: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: JobStatus
+    effects: tuple[Effect, ...]
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.phases = dict.fromkeys(POD_PHASES, 0)
+        self.terminating = 0
+        self.per_task: dict[str, dict[str, int]] = {}
+
+    def add(self, pod: PodView, phase: str | None = None) -> None:
+        phase = phase or pod.phase
+        phase = phase if phase in self.phases else "Unknown"
+        self.phases[phase] += 1
+        task = self.per_task.setdefault(pod.task, {})
+        task[phase] = task.get(phase, 0) + 1
+
+    def into(self, status: JobStatus) -> JobStatus:
+        return replace(
+            status,
+            pending=self.phases["Pending"],
+            running=self.phases["Running"],
+            succeeded=self.phases["Succeeded"],
+            failed=self.phases["Failed"],
+            unknown=self.phases["Unknown"],
+            terminating=self.terminating,
+            task_status_count={t: dict(c) for t, c in self.per_task.items()},
+        )
+
+
+def append_condition(conditions: Iterable[JobCondition], c: JobCondition) -> tuple[JobCondition, ...]:
+    """One condition per phase: re-entering a phase moves its condition to the end."""
+    return (*(old for old in conditions if old.status != c.status), c)
+
+
+def _stamp(status: JobStatus, now: datetime) -> JobStatus:
+    stamped = replace(status, last_transition_time=now)
+    return replace(stamped, conditions=append_condition(stamped.conditions,
+                                                        JobCondition(status.phase, now)))
+
+
+def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
+    """Volcano's isDependsOnPodsReady: at least the task's minAvailable pods Succeeded, or Running
+    with every container ready."""
+    task = state.task(task_name)
+    if task is None:
+        return True
+    wanted = {pod_name(state.name, task.name, i) for i in range(task.replicas)}
+    ready = sum(
+        1
+        for p in state.pods
+        if p.name in wanted
+        and (p.phase == "Succeeded" or (p.phase == "Running" and p.containers_ready))
+    )
+    return task.min_available is None or ready >= task.min_available
+
+
+def dependencies_ready(state: JobState, task_name: str) -> bool:
+    """May `task_name` create its pods? `iteration: any` (with several names) needs one ready
+    dependency, otherwise all must be ready."""
+    task = state.task(task_name)
+    if task is None or task.depends_on is None:
+        return True
+    names = task.depends_on.names
+    if len(names) > 1 and task.depends_on.iteration == "any":
+        return any(_is_ready_for_dependents(state, n) for n in names)
+    return all(_is_ready_for_dependents(state, n) for n in names)
+
+
+def _initiate(state: JobState, now: datetime) -> tuple[JobStatus, list[Effect]]:
+    """initiateJob (phase "" or Pending) or initOnJobUpdate (any other phase)."""
+    status = state.status
+    effects: list[Effect] = []
+    controlled = dict(status.controlled_resources)
+    if status.phase in ("", JobPhase.PENDING):
+        if status.phase == "":
+            status = _stamp(replace(status, phase=JobPhase.PENDING,
+                                    min_available=state.min_available), now)
+        new_plugins = tuple(p for p in state.plugins if controlled.get(f"plugin-{p}") != p)
+        if new_plugins:
+            effects.append(EnsurePluginResources(new_plugins))
+            controlled.update({f"plugin-{p}": p for p in new_plugins})
+        if state.volumes:
+            named = tuple(v.claim_name for v in state.volumes if v.claim_name)
+            effects.append(EnsurePVCs(named, sum(1 for v in state.volumes if not v.claim_name)))
+            controlled.update({f"volume-pvc-{n}": n for n in named})
+    elif "svc" in state.plugins:
+        # OnJobUpdate: only svc rewrites its hosts ConfigMap (the job may have been scaled).
+        effects.append(EnsurePluginResources(("svc",), refresh=True))
+    effects.append(EnsurePodGroup(state.podgroup_name))
+    return replace(status, controlled_resources=controlled), effects
+
+
+def _podgroup_pending_event(state: JobState) -> list[Effect]:
+    pg = state.podgroup
+    if pg is None or not pg.unready_type:
+        return []
+    return [
+        RecordEvent(
+            "Warning",
+            "PodGroupPending",
+            f"PodGroup {state.namespace}:{state.name} {pg.unready_type.lower()}, "
+            f"reason: {pg.unready_message}",
+        )
+    ]
+
+
+def sync_job(state: JobState, rule: StatusRule | None, now: datetime) -> Outcome:
+    """SyncJob: initiate, then create missing pods (once the PodGroup left Pending), delete
+    out-of-sync and surplus pods, recount, and let the phase's rule move the phase."""
+    if state.deleting:
+        return Outcome(state.status, ())
+    before, effects = _initiate(state, now)
+    effects += _podgroup_pending_event(state)
+    pg = state.podgroup
+    if pg is None or pg.phase in ("", "Pending"):
+        # Before the scheduler admits the PodGroup, no pods: only the rule runs on old counts.
+        status = (rule(state, before) if rule else None) or before
+        if status != before:
+            status = _stamp(status, now)
+        return Outcome(status, tuple(effects))
+
+    counter = _Counter()
+    to_create: list[PodRef] = []
+    to_delete: list[str] = []
+    for task_index, task in enumerate(state.tasks):
+        existing = {p.name: p for p in state.pods_of(task.name)}
+        missing: list[PodRef] = []
+        for i in range(task.replicas):
+            name = pod_name(state.name, task.name, i)
+            pod = existing.pop(name, None)
+            if pod is None:
+                missing.append(PodRef(task_index, i, name, task.name))
+                continue
+            if pod.deleting:
+                counter.terminating += 1
+                continue
+            if pod.out_of_sync:
+                to_delete.append(name)
+            counter.add(pod)
+        if missing and dependencies_ready(state, task.name):
+            to_create += missing
+            for ref in missing:
+                counter.add(PodView(ref.name, ref.task, ref.pod_index), "Pending")
+        # Pods beyond the desired replicas: the task was scaled down.
+        to_delete += sorted(p.name for p in existing.values() if not p.deleting)
+        counter.terminating += sum(1 for p in existing.values() if p.deleting)
+    counter.terminating += len(to_delete)
+
+    if to_create:
+        effects.append(CreatePods(tuple(to_create), before.version, before.retry_count))
+    if to_delete:
+        effects.append(DeletePods(tuple(to_delete), "SyncJob"))
+    counted = replace(counter.into(before), min_available=state.min_available)
+    status = (rule(state, counted) if rule else None) or counted
+    if status != before:
+        status = _stamp(status, now)
+    return Outcome(status, tuple(effects))
+
+
+def _finish_kill(
+    state: JobState,
+    counted: JobStatus,
+    doomed: list[str],
+    reason: str,
+    rule: StatusRule | None,
+    now: datetime,
+    full: bool,
+) -> Outcome:
+    effects: list[Effect] = []
+    if doomed:
+        effects.append(DeletePods(tuple(sorted(doomed)), reason))
+    status = rule(state, counted) if rule else None
+    status = _stamp(status, now) if status is not None else counted
+    if state.created_at is not None and status.last_transition_time is not None:
+        status = replace(status, running_duration=status.last_transition_time - state.created_at)
+    # Plugins' OnJobDelete: forget every plugin, delete the objects of those that made some.
+    controlled = dict(status.controlled_resources)
+    owned = tuple(p for p in state.plugins if controlled.get(f"plugin-{p}") == p)
+    if any(p in PLUGINS_WITH_OBJECTS for p in owned):
+        effects.append(DeletePluginResources(tuple(p for p in owned if p in PLUGINS_WITH_OBJECTS)))
+    for plugin in owned:
+        del controlled[f"plugin-{plugin}"]
+    status = replace(status, controlled_resources=controlled)
+    if full:
+        # Always asked for (NotFound is success): the shell's view of the PodGroup may lag.
+        pg_name = state.podgroup.name if state.podgroup else state.podgroup_name
+        effects.append(DeletePodGroup(pg_name))
+    return Outcome(status, tuple(effects))
+
+
+def kill_job(state: JobState, keep_finished: bool, rule: StatusRule | None, reason: str,
+             now: datetime) -> Outcome:
+    """KillJob: bump the version, delete every pod not kept (finished pods are kept with
+    `keep_finished`, and always on the last retry), delete the PodGroup."""
+    if state.deleting:
+        return Outcome(state.status, ())
+    counter = _Counter()
+    doomed: list[str] = []
+    last_retry = state.status.retry_count >= state.max_retry - 1
+    for pod in state.pods:
+        if pod.deleting:
+            counter.terminating += 1
+        elif (keep_finished or last_retry) and pod.phase in ("Succeeded", "Failed"):
+            # Volcano stopped counting kept pods in a refactor; we count them, as it long did,
+            # so a Completed job still shows how many pods succeeded.
+            counter.add(pod)
+        else:
+            doomed.append(pod.name)
+            counter.terminating += 1
+    base = replace(state.status, version=state.status.version + 1)
+    return _finish_kill(state, counter.into(base), doomed, reason, rule, now, full=True)
+
+
+def kill_target(state: JobState, target: Target, rule: StatusRule | None, reason: str,
+                now: datetime) -> Outcome:
+    """KillTarget: delete only the task's, the pod's or the partition's pods; keep the PodGroup
+    and the version, so the scheduler does not start the gang over."""
+    if state.deleting:
+        return Outcome(state.status, ())
+
+    def targeted(pod: PodView) -> bool:
+        if pod.task != target.task:
+            return False
+        if target.kind == "pod":
+            return pod.name == target.pod
+        if target.kind == "partition":
+            return pod.partition == target.partition
+        return True
+
+    counter = _Counter()
+    doomed: list[str] = []
+    for pod in state.pods:
+        if pod.deleting:
+            counter.terminating += 1
+        elif targeted(pod):
+            doomed.append(pod.name)
+            counter.terminating += 1
+        else:
+            counter.add(pod)
+    if target.kind == "partition" and not doomed:
+        return Outcome(state.status, ())
+    return _finish_kill(state, counter.into(state.status), doomed, reason, rule, now, full=False)

@@ -1,0 +1,247 @@
+"""volcano-scheduler.conf: which actions run, in which order, with which tiers of plugins.
+
+The shell reads the file or ConfigMap text and calls `load_conf` whenever it changes; a text that
+does not parse keeps the previous configuration (as Volcano does) and reports a `ConfError` whose
+message names the unknown action, plugin, switch or argument. `plan_cycle` reads the result
+through `SchedulerConf.plugin(...)`, `enabled(...)` and `argument(...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+
+# Per-extension-point switches Volcano accepts on a plugin (all default true but enableHierarchy).
+SWITCHES = frozenset({
+    "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined",
+    "enableTaskOrder", "enablePreemptable", "enableReclaimable", "enablePreemptive",
+    "enableQueueOrder", "enabledClusterOrder", "enablePredicate", "enableBestNode",
+    "enableNodeOrder", "enableTargetJob", "enableReservedNodes", "enableJobEnqueued",
+    "enabledVictim", "enableJobStarving", "enabledOverused", "enabledAllocatable",
+    "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined",
+    "enabledSubJobOrder", "enabledHyperNodeGradient",
+})  # fmt: skip
+
+# Plugins Phalanx implements and the arguments each accepts (names as in Volcano).
+PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
+    "priority": frozenset(),
+    "gang": frozenset({"releaseBelowMinAfterSeconds"}),  # Phalanx's optional release rule
+    "conformance": frozenset(),
+    "drf": frozenset(),
+    "proportion": frozenset(),
+    "capacity": frozenset({"ancestorReclaimLevel"}),
+    "overcommit": frozenset({"overcommit-factor"}),
+    "predicates": frozenset({
+        "predicate.NodeAffinityEnable", "predicate.NodePortsEnable",
+        "predicate.TaintTolerationEnable", "predicate.PodAffinityEnable",
+        "predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable",
+        "predicate.PodTopologySpreadEnable", "predicate.VolumeBindingEnable",
+        "predicate.CacheEnable",
+    }),  # fmt: skip
+    "nodeorder": frozenset({
+        "leastrequested.weight", "mostrequested.weight", "nodeaffinity.weight",
+        "podaffinity.weight", "balancedresource.weight", "tainttoleration.weight",
+        "imagelocality.weight", "podtopologyspread.weight",
+    }),  # fmt: skip
+    "binpack": frozenset({"binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources"}),
+    "sla": frozenset({"sla-waiting-time"}),
+    "task-topology": frozenset({"task-topology.weight"}),
+}
+_ARGUMENT_PREFIXES: Mapping[str, str] = {"binpack": "binpack.resources."}
+
+ACTION_ARGUMENTS: Mapping[str, frozenset[str]] = {
+    "enqueue": frozenset(),
+    "allocate": frozenset({"predicateErrorCacheEnable"}),
+    "backfill": frozenset({"predicateErrorCacheEnable"}),
+    "reclaim": frozenset({"predicateErrorCacheEnable"}),
+    "preempt": frozenset({
+        "predicateErrorCacheEnable", "enableTopologyAwarePreemption",
+        "topologyAwarePreemptWorkerNum", "minCandidateNodesPercentage",
+        "minCandidateNodesAbsolute", "maxCandidateNodesAbsolute",
+    }),  # fmt: skip
+}
+
+
+class ConfError(ValueError):
+    """A volcano-scheduler.conf that cannot be used; the message names the offending entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    name: str
+    switches: Mapping[str, bool] = field(default_factory=dict)
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def enabled(self, switch: str) -> bool:
+        # Volcano leaves enableHierarchy off unless set; every other switch defaults to on.
+        return self.switches.get(switch, switch != "enableHierarchy")
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConf:
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def plugin(self, name: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for option in tier.plugins:
+                if option.name == name:
+                    return option
+        return None
+
+    def enabled(self, name: str, switch: str | None = None) -> bool:
+        """True when plugin `name` is configured (and, if given, its `switch` is on)."""
+        option = self.plugin(name)
+        return option is not None and (switch is None or option.enabled(switch))
+
+    def argument(self, plugin: str, key: str, default: float) -> float:
+        option = self.plugin(plugin)
+        if option is None or key not in option.arguments:
+            return default
+        value = option.arguments[key]
+        try:
+            return float(value)
+        except (TypeError, ValueError) as err:
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}") from err
+
+    def tier_of(self, name: str) -> int | None:
+        for index, tier in enumerate(self.tiers):
+            if any(option.name == name for option in tier.plugins):
+                return index
+        return None
+
+
+def parse_conf(text: str) -> SchedulerConf:
+    """Parse volcano-scheduler.conf text; raise ConfError naming whatever is unknown or malformed."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfError(f"volcano-scheduler.conf is not valid YAML: {err}") from err
+    if not isinstance(raw, Mapping):
+        raise ConfError("volcano-scheduler.conf must be a mapping with 'actions' and 'tiers'")
+    unknown_keys = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics"})
+    if unknown_keys:
+        raise ConfError(f"unknown key {unknown_keys[0]!r} in volcano-scheduler.conf")
+    actions = _parse_actions(raw.get("actions"))
+    tiers = tuple(_parse_tier(i, t) for i, t in enumerate(raw.get("tiers") or ()))
+    _reject_hierarchy_conflict(tiers)
+    configurations = _parse_configurations(raw.get("configurations") or ())
+    return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfLoad:
+    """The outcome of a (re)load: the configuration to use now, and the error if the text was bad."""
+
+    conf: SchedulerConf
+    error: ConfError | None
+    changed: bool
+
+
+def load_conf(text: str | None, previous: SchedulerConf | None = None) -> ConfLoad:
+    """Reload on a file or ConfigMap change: no text means the default; bad text keeps `previous`."""
+    if text is None or not text.strip():
+        return ConfLoad(DEFAULT_CONF, None, DEFAULT_CONF != previous)
+    try:
+        conf = parse_conf(text)
+    except ConfError as err:
+        return ConfLoad(previous or DEFAULT_CONF, err, previous is None)
+    return ConfLoad(conf, None, conf != previous)
+
+
+def _parse_actions(value: object) -> tuple[str, ...]:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfError("'actions' must be a comma-separated string such as 'enqueue, allocate'")
+    names = tuple(name.strip() for name in value.split(","))
+    for name in names:
+        if name not in ACTIONS:
+            raise ConfError(f"failed to find Action {name}: known actions are {', '.join(ACTIONS)}")
+    return names
+
+
+def _parse_tier(index: int, raw: object) -> Tier:
+    if not isinstance(raw, Mapping) or set(raw) - {"plugins"}:
+        raise ConfError(f"tier {index + 1} must be a mapping with only 'plugins'")
+    plugins = raw.get("plugins") or ()
+    if not isinstance(plugins, list):
+        raise ConfError(f"tier {index + 1}: 'plugins' must be a list")
+    return Tier(tuple(_parse_plugin(index, p) for p in plugins))
+
+
+def _parse_plugin(tier: int, raw: object) -> PluginOption:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ConfError(f"tier {tier + 1}: every plugin needs a 'name'")
+    name = raw["name"]
+    if name not in PLUGIN_ARGUMENTS:
+        known = ", ".join(sorted(PLUGIN_ARGUMENTS))
+        raise ConfError(f"unknown plugin {name!r} in tier {tier + 1}; known plugins: {known}")
+    switches: dict[str, bool] = {}
+    for key, value in raw.items():
+        if key in {"name", "arguments"}:
+            continue
+        if key not in SWITCHES:
+            raise ConfError(f"unknown switch {key!r} on plugin {name!r}")
+        if not isinstance(value, bool):
+            raise ConfError(f"switch {key!r} on plugin {name!r} must be true or false")
+        switches[key] = value
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise ConfError(f"arguments of plugin {name!r} must be a mapping")
+    prefix = _ARGUMENT_PREFIXES.get(name)
+    for key in arguments:
+        if key not in PLUGIN_ARGUMENTS[name] and not (prefix and str(key).startswith(prefix)):
+            raise ConfError(f"unknown argument {key!r} for plugin {name!r}")
+    return PluginOption(name=name, switches=switches, arguments=dict(arguments))
+
+
+def _reject_hierarchy_conflict(tiers: tuple[Tier, ...]) -> None:
+    for tier in tiers:
+        names = {p.name for p in tier.plugins}
+        hdrf = any(p.name == "drf" and p.switches.get("enableHierarchy") for p in tier.plugins)
+        if hdrf and "proportion" in names:
+            raise ConfError("proportion and drf with hierarchy enabled conflicts")
+
+
+def _parse_configurations(raw: object) -> Mapping[str, Mapping[str, Any]]:
+    if not isinstance(raw, list):
+        raise ConfError("'configurations' must be a list of {name, arguments}")
+    result: dict[str, Mapping[str, Any]] = {}
+    for entry in raw:
+        if not isinstance(entry, Mapping) or entry.get("name") not in ACTION_ARGUMENTS:
+            name = entry.get("name") if isinstance(entry, Mapping) else entry
+            raise ConfError(f"configurations: unknown action {name!r}")
+        arguments = entry.get("arguments") or {}
+        for key in arguments:
+            if key not in ACTION_ARGUMENTS[entry["name"]]:
+                raise ConfError(f"unknown argument {key!r} for action {entry['name']!r}")
+        result[entry["name"]] = dict(arguments)
+    return result
+
+
+DEFAULT_CONF_TEXT = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+# Volcano's built-in default (pkg/scheduler/util.go), used when no file is given.
+DEFAULT_CONF = parse_conf(DEFAULT_CONF_TEXT)

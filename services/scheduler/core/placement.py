@@ -1,0 +1,239 @@
+"""Choosing a node for one task: static filters cached per task spec, then a lazy best-node heap.
+
+The actions call `Placer.find` for every task they place. Tasks with the same spec and request
+(the members of a gang, usually) share one "shape": its candidate nodes (those passing the
+static filters) are computed once per cycle and kept in a heap ordered by score. A node's entry
+goes stale when the node changes and is rescored only when it reaches the top; a node that no
+longer fits is dropped and comes back only if a rollback frees it. So a placement costs a few
+heap operations instead of a scan of every node. Tasks with pod (anti-)affinity, and pipelining
+onto capacity that pending evictions will free, take the slower scanning path.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from services.scheduler.core.predicates import (
+    POD_NUMBER_EXCEEDED,
+    PlacedPod,
+    PodAffinityCheck,
+    PredicateOptions,
+    anti_affinity_terms,
+    has_pod_affinity,
+    static_failure,
+)
+from services.scheduler.core.scoring import ScoreWeights, Scorer, make_scorer, static_bonus
+from services.scheduler.core.snapshot import RELEASING, TaskInfo
+from services.scheduler.core.state import CycleState, TaskView
+from services.scheduler.core.vectors import first_short, fits, fits_with
+
+
+@dataclass(slots=True)
+class StaticFit:
+    candidates: list[int]
+    failures: dict[int, str]
+    bonus: dict[int, float]
+
+
+@dataclass(slots=True, eq=False)
+class Shape:
+    static: StaticFit
+    scorer: Scorer | None
+    member: frozenset[int]
+    heap: list[tuple[float, int, int]] = field(default_factory=list)
+    pushed: dict[int, int] = field(default_factory=dict)  # node -> version of its live entry
+    revive_pos: int = 0
+
+
+def static_key(task: TaskInfo) -> Hashable:
+    if not task.node_selector and not task.affinity and not task.tolerations:
+        return None
+    return json.dumps(
+        [task.node_selector, task.affinity, task.tolerations], sort_keys=True, default=str
+    )
+
+
+class Placer:
+    """Finds nodes for tasks over a `CycleState`; one per cycle."""
+
+    def __init__(
+        self, state: CycleState, weights: ScoreWeights, options: PredicateOptions
+    ) -> None:
+        self._state = state
+        self._weights = weights
+        self._options = options
+        self._static: dict[Hashable, StaticFit] = {}
+        self._shapes: dict[Hashable, Shape] = {}
+        self._fit_errors: dict[tuple[Hashable, int], str] = {}
+        self._task_keys: dict[str, Hashable] = {}
+
+    # --- static filters ---------------------------------------------------------------------
+    def _key(self, task: TaskView) -> Hashable:
+        key = self._task_keys.get(task.info.uid)
+        if key is None and task.info.uid not in self._task_keys:
+            key = static_key(task.info)
+            self._task_keys[task.info.uid] = key
+        return key
+
+    def static_fit(self, task: TaskView) -> StaticFit:
+        key = self._key(task)
+        fit = self._static.get(key)
+        if fit is None:
+            nodes = self._state.nodes
+            candidates: list[int] = []
+            failures: dict[int, str] = {}
+            for index, node in enumerate(nodes):
+                reason = static_failure(task.info, node, self._options)
+                if reason is None:
+                    candidates.append(index)
+                else:
+                    failures[index] = reason
+            bonus = static_bonus(self._weights, task.info, nodes, candidates)
+            fit = self._static[key] = StaticFit(candidates, failures, bonus)
+        return fit
+
+    # --- finding a node ---------------------------------------------------------------------
+    def find(self, task: TaskView, *, pipeline: bool = True) -> tuple[int, bool] | None:
+        """Best node for `task` and whether it must be pipelined (wait for releasing room)."""
+        needs_scan = self._options.enabled and self._options.pod_affinity and has_pod_affinity(
+            task.info
+        )
+        if needs_scan:
+            node = self._scan(task, future=False)
+        else:
+            node = self._from_heap(task)
+        if node is not None:
+            return node, False
+        if pipeline and self._any_releasing():
+            node = self._scan(task, future=True)
+            if node is not None:
+                return node, True
+        return None
+
+    def _any_releasing(self) -> bool:
+        return any(any(vector) for vector in self._state.releasing)
+
+    def _shape(self, task: TaskView) -> Shape:
+        key = (self._key(task), task.request)
+        shape = self._shapes.get(key)
+        if shape is None:
+            static = self.static_fit(task)
+            scorer = make_scorer(self._weights, self._state.space, task.request)
+            shape = Shape(static, scorer, frozenset(static.candidates))
+            shape.revive_pos = len(self._state.revived)
+            for node in static.candidates:
+                self._push(shape, task, node)
+            self._shapes[key] = shape
+        return shape
+
+    def _score(self, shape: Shape, node: int) -> float:
+        base = shape.static.bonus.get(node, 0.0)
+        if shape.scorer is None:
+            return base
+        state = self._state
+        return base + shape.scorer(state.idle[node], state.allocatable[node])
+
+    def _push(self, shape: Shape, task: TaskView, node: int) -> None:
+        version = self._state.version[node]
+        if shape.pushed.get(node) == version or not fits(task.request, self._state.idle[node]):
+            return
+        shape.pushed[node] = version
+        heapq.heappush(shape.heap, (-self._score(shape, node), node, version))
+
+    def _from_heap(self, task: TaskView) -> int | None:
+        shape = self._shape(task)
+        state = self._state
+        if shape.revive_pos < len(state.revived):
+            for node in sorted(set(state.revived[shape.revive_pos :])):
+                if node in shape.member:
+                    self._push(shape, task, node)
+            shape.revive_pos = len(state.revived)
+        heap, version, idle, request = shape.heap, state.version, state.idle, task.request
+        while heap:
+            _, node, seen = heap[0]
+            if seen != version[node]:
+                heapq.heappop(heap)
+                self._push(shape, task, node)
+                continue
+            if fits(request, idle[node]):
+                return node
+            heapq.heappop(heap)
+            shape.pushed.pop(node, None)
+        return None
+
+    def _scan(self, task: TaskView, *, future: bool) -> int | None:
+        state = self._state
+        static = self.static_fit(task)
+        affinity = self._affinity_check(task)
+        scorer = make_scorer(self._weights, state.space, task.request)
+        best: tuple[float, int] | None = None
+        for node in static.candidates:
+            if future:
+                if not fits_with(task.request, state.idle[node], state.releasing[node]):
+                    continue
+            elif not fits(task.request, state.idle[node]):
+                continue
+            if affinity is not None and affinity.failure(node) is not None:
+                continue
+            score = static.bonus.get(node, 0.0)
+            if scorer is not None:
+                score += scorer(state.idle[node], state.allocatable[node])
+            if best is None or score > best[0]:
+                best = (score, node)
+        return None if best is None else best[1]
+
+    def _affinity_check(self, task: TaskView) -> PodAffinityCheck | None:
+        if not (self._options.enabled and self._options.pod_affinity):
+            return None
+        state = self._state
+        if not has_pod_affinity(task.info) and not any(
+            anti_affinity_terms(t.info.affinity) for on in state.tasks_on_node for t in on.values()
+        ):
+            return None
+        pods: list[PlacedPod] = []
+        for node, placed in enumerate(state.tasks_on_node):
+            for other in placed.values():
+                if other.status != RELEASING:
+                    terms = tuple(anti_affinity_terms(other.info.affinity))
+                    pods.append(PlacedPod(node, other.info.namespace, other.info.labels, terms))
+            pods.extend(PlacedPod(node, ns, labels) for ns, labels in state.other_labels[node])
+        return PodAffinityCheck(task.info, state.nodes, pods)
+
+    # --- explaining a failure ---------------------------------------------------------------
+    def fit_error(self, task: TaskView) -> str:
+        """Volcano's "0/N nodes are unavailable: <count> <reason>, ...." for a task that fits nowhere."""
+        cache_key = ((self._key(task), task.request), self._state.commits)
+        cached = self._fit_errors.get(cache_key)
+        if cached is not None:
+            return cached
+        state = self._state
+        static = self.static_fit(task)
+        affinity = self._affinity_check(task)
+        reasons: Counter[str] = Counter(static.failures.values())
+        names = state.space.names
+        for node in static.candidates:
+            short = first_short(task.request, state.idle[node])
+            if short is not None:
+                name = names[short]
+                reasons[POD_NUMBER_EXCEEDED if name == "pods" else f"Insufficient {name}"] += 1
+            elif affinity is not None and (failure := affinity.failure(node)) is not None:
+                reasons[failure] += 1
+        total = len(state.nodes)
+        message = f"0/{total} nodes are unavailable"
+        if reasons:
+            message += ": " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items())) + "."
+        self._fit_errors[cache_key] = message
+        return message
+
+    def first_reason(self, task: TaskView) -> str | None:
+        """The most common per-node reason in the task's fit error (for the structured reason)."""
+        message = self.fit_error(task)
+        if ": " not in message:
+            return None
+        parts = [p.rstrip(".") for p in message.split(": ", 1)[1].split(", ")]
+        counted = [(int(p.split(" ", 1)[0]), p.split(" ", 1)[1]) for p in parts]
+        return max(counted, key=lambda item: (item[0], item[1]))[1]

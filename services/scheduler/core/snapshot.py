@@ -1,0 +1,128 @@
+"""The scheduler core's input: one consistent, immutable picture of the cluster for one cycle.
+
+The scheduler shell reads PostgreSQL into these frozen dataclasses and hands them to
+`plan_cycle`; nothing here is mutated afterwards. Used resources on a node are *derived* by the
+core: the requests of gang tasks whose status holds a node (Bound, Running, Releasing) plus
+`Snapshot.other_pods` (pods that are not ours). "Bound" includes decisions made but not yet
+confirmed, so they count as allocated and nothing is booked twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from shared.domain.resources import ZERO, Resources
+
+EMPTY: Mapping[str, str] = {}
+
+# Task statuses, spelled as Volcano's TaskStatus.String() so that messages match.
+PENDING = "Pending"
+PIPELINED = "Pipelined"
+ALLOCATED = "Allocated"
+BOUND = "Bound"
+RUNNING = "Running"
+RELEASING = "Releasing"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+
+# Statuses whose task occupies a node's resources in the snapshot.
+OCCUPYING_STATUSES = frozenset({BOUND, RUNNING, RELEASING})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """A node as the scheduler sees it; NotReady nodes are left out of every cycle, as Volcano does."""
+
+    name: str
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    # Kubernetes taints: {"key": ..., "value": ..., "effect": "NoSchedule"|"PreferNoSchedule"|...}
+    taints: tuple[Mapping[str, str], ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A Volcano Queue; `parent` builds the hierarchy (None means a child of `root`)."""
+
+    name: str
+    weight: int = 1
+    capability: Resources | None = None
+    guarantee: Resources = ZERO
+    deserved: Resources | None = None
+    reclaimable: bool = True
+    state: str = "Open"  # "Open" | "Closed" | "Closing"
+    parent: str | None = None
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """One pod of a gang. `task_role` is the Volcano task name (annotation volcano.sh/task-spec)."""
+
+    uid: str
+    namespace: str
+    name: str
+    request: Resources
+    task_role: str = ""
+    node: str | None = None
+    status: str = PENDING  # Pending|Bound|Running|Succeeded|Failed|Releasing
+    priority: int = 0
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # The pod's raw `spec.affinity` ({"nodeAffinity": ..., "podAffinity": ..., "podAntiAffinity": ...}).
+    affinity: Mapping[str, Any] | None = None
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    preemptable: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"  # or "Never"
+    # The node a previous cycle's preemption or pipelining reserved for this pending task.
+    nominated_node: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GangInfo:
+    """A PodGroup and its tasks. `phase` is the PodGroup phase ("" is treated as Pending)."""
+
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    created: datetime
+    tasks: tuple[TaskInfo, ...] = ()
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resources | None = None
+    priority: int = 0
+    phase: str = "Pending"  # Pending|Inqueue|Running|Unknown|Completed
+    # PodGroup annotation volcano.sh/sla-waiting-time, overriding the sla plugin's argument.
+    sla_waiting_time: timedelta | None = None
+    # Since when the gang has held resources with fewer members than its minimum; kept by the shell
+    # from `CyclePlan.underfilled` and used only by the optional release rule.
+    below_min_since: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OtherPod:
+    """A pod that is not ours but occupies a node (daemonsets, other schedulers' pods)."""
+
+    node: str
+    request: Resources
+    namespace: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one cycle may look at; `now` is the cycle's clock (the core reads no clock)."""
+
+    nodes: tuple[NodeInfo, ...]
+    queues: tuple[QueueInfo, ...]
+    gangs: tuple[GangInfo, ...]
+    now: datetime
+    priority_classes: Mapping[str, int] = field(default_factory=dict)
+    other_pods: tuple[OtherPod, ...] = ()

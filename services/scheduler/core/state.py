@@ -1,0 +1,256 @@
+"""The cycle's working state: the snapshot turned into mutable, index-based views with a trial log.
+
+`plan_cycle` builds one `CycleState` from the `Snapshot`; the actions then place, pipeline and
+evict tasks through it. Every mutation made while a trial is open is recorded so that `rollback`
+restores the state exactly (Volcano's Statement.Discard) and `commit` keeps it (Statement.Commit).
+A node's `idle` is allocatable minus everything placed or pipelined on it; `releasing` is what
+pending evictions will free, so Volcano's FutureIdle is `idle + releasing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from services.scheduler.core.snapshot import (
+    ALLOCATED,
+    BOUND,
+    FAILED,
+    OCCUPYING_STATUSES,
+    PENDING,
+    PIPELINED,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
+    GangInfo,
+    NodeInfo,
+    QueueInfo,
+    TaskInfo,
+)
+from services.scheduler.core.vectors import ResourceSpace, Sparse, add_into
+
+READY_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, SUCCEEDED})
+QUEUE_ALLOCATED_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, PIPELINED})
+VALID_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, SUCCEEDED, PIPELINED, PENDING})
+
+
+@dataclass(slots=True, eq=False)
+class QueueView:
+    info: QueueInfo
+    alloc: list[int]
+    capability: list[int]  # UNLIMITED where the queue names no limit
+    ancestors: list[QueueView] = field(default_factory=list)  # parent first, root last
+    deserved: list[int] | None = None
+    real_capability: list[int] | None = None
+    guarantee: list[int] = field(default_factory=list)
+    request: list[int] = field(default_factory=list)
+    inqueue: list[int] = field(default_factory=list)
+    elastic: list[int] = field(default_factory=list)
+    has_gangs: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+@dataclass(slots=True, eq=False)
+class TaskView:
+    info: TaskInfo
+    gang: GangView
+    request: Sparse
+    best_effort: bool
+    order: tuple[int, int, str, str]
+    status: str
+    node: int = -1
+    schedulable: bool = False  # placed by a trial that was later discarded (Volcano "Schedulable")
+    fit_error: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class GangView:
+    info: GangInfo
+    queue: QueueView | None
+    tasks: list[TaskView] = field(default_factory=list)
+    phase: str = "Pending"
+    ready: int = 0
+    waiting: int = 0
+    role_ready: dict[str, int] = field(default_factory=dict)
+    role_waiting: dict[str, int] = field(default_factory=dict)
+    pending_best_effort: int = 0
+    alloc: list[int] = field(default_factory=list)
+    enqueue_reason: str | None = None
+    enqueue_detail: str = ""
+    block_reason: str | None = None  # first structured reason a placement attempt hit
+    job_fit_error: str = ""
+    released: bool = False
+
+    @property
+    def uid(self) -> str:
+        return self.info.uid
+
+    def role_minimums_apply(self) -> bool:
+        # Volcano skips per-task minimums when minAvailable is below their sum.
+        return bool(self.info.min_task_member) and self.info.min_member >= sum(
+            self.info.min_task_member.values()
+        )
+
+    def is_ready(self) -> bool:
+        if self.ready + self.pending_best_effort < self.info.min_member:
+            return False
+        if self.role_minimums_apply():
+            for role, minimum in self.info.min_task_member.items():
+                if self.role_ready.get(role, 0) < minimum:
+                    return False
+        return True
+
+    def is_pipelined(self) -> bool:
+        if self.ready + self.waiting + self.pending_best_effort < self.info.min_member:
+            return False
+        if self.role_minimums_apply():
+            for role, minimum in self.info.min_task_member.items():
+                if self.role_ready.get(role, 0) + self.role_waiting.get(role, 0) < minimum:
+                    return False
+        return True
+
+    def is_starving(self) -> bool:
+        return self.ready + self.waiting < self.info.min_member
+
+    def count(self, role: str, status: str, sign: int) -> None:
+        if status in READY_STATUSES:
+            self.ready += sign
+            self.role_ready[role] = self.role_ready.get(role, 0) + sign
+        elif status == PIPELINED:
+            self.waiting += sign
+            self.role_waiting[role] = self.role_waiting.get(role, 0) + sign
+
+
+class CycleState:
+    """Nodes, queues, gangs and tasks of one cycle, mutated only through the methods below."""
+
+    def __init__(self, space: ResourceSpace, nodes: list[NodeInfo]) -> None:
+        self.space = space
+        self.nodes = nodes
+        self.node_index = {node.name: i for i, node in enumerate(nodes)}
+        self.allocatable = [space.dense(node.allocatable) for node in nodes]
+        self.idle = [list(vector) for vector in self.allocatable]
+        self.releasing = [[0] * space.size for _ in nodes]
+        self.tasks_on_node: list[dict[str, TaskView]] = [{} for _ in nodes]
+        self.other_labels: list[list[tuple[str, dict[str, str]]]] = [[] for _ in nodes]
+        self.version = [0] * len(nodes)
+        self.revived: list[int] = []  # nodes whose idle grew back (rollback): shape heaps re-add them
+        self.queues: dict[str, QueueView] = {}
+        self.gangs: list[GangView] = []
+        self.commits = 0
+        self._undo: list[Callable[[], None]] | None = None
+
+    # --- trials -----------------------------------------------------------------------------
+    def begin(self) -> None:
+        assert self._undo is None, "trials do not nest"
+        self._undo = []
+
+    def commit(self) -> None:
+        self._undo = None
+        self.commits += 1
+
+    def rollback(self) -> None:
+        undo, self._undo = self._undo or [], None
+        for step in reversed(undo):
+            step()
+
+    def _record(self, step: Callable[[], None]) -> None:
+        if self._undo is not None:
+            self._undo.append(step)
+
+    # --- mutations --------------------------------------------------------------------------
+    def _charge_queue(self, task: TaskView, sign: int) -> None:
+        queue = task.gang.queue
+        if queue is None:
+            return
+        add_into(queue.alloc, task.request, sign)
+        for ancestor in queue.ancestors:
+            add_into(ancestor.alloc, task.request, sign)
+        add_into(task.gang.alloc, task.request, sign)
+
+    def occupy(self, task: TaskView, node: int) -> None:
+        """Book a task already on a node in the snapshot (outside any trial)."""
+        add_into(self.idle[node], task.request, -1)
+        if task.status == RELEASING:
+            add_into(self.releasing[node], task.request)
+        self.tasks_on_node[node][task.info.uid] = task
+
+    def assign(self, task: TaskView, node: int, status: str) -> None:
+        """Place a pending task on `node` as ALLOCATED (to bind) or PIPELINED (to wait there)."""
+        previous = task.status
+        add_into(self.idle[node], task.request, -1)
+        self.version[node] += 1
+        task.status, task.node = status, node
+        self.tasks_on_node[node][task.info.uid] = task
+        task.gang.count(task.info.task_role, status, 1)
+        if task.best_effort and previous == PENDING:
+            task.gang.pending_best_effort -= 1
+        self._charge_queue(task, 1)
+
+        def undo() -> None:
+            add_into(self.idle[node], task.request)
+            self.version[node] += 1
+            self.revived.append(node)
+            task.gang.count(task.info.task_role, status, -1)
+            if task.best_effort and previous == PENDING:
+                task.gang.pending_best_effort += 1
+            self._charge_queue(task, -1)
+            del self.tasks_on_node[node][task.info.uid]
+            task.status, task.node = previous, -1
+            task.schedulable = True
+
+        self._record(undo)
+
+    def promote(self, task: TaskView) -> None:
+        """A pipelined task whose node now has the room turns ALLOCATED (it can bind)."""
+        task.gang.count(task.info.task_role, PIPELINED, -1)
+        task.gang.count(task.info.task_role, ALLOCATED, 1)
+        task.status = ALLOCATED
+
+        def undo() -> None:
+            task.gang.count(task.info.task_role, ALLOCATED, -1)
+            task.gang.count(task.info.task_role, PIPELINED, 1)
+            task.status = PIPELINED
+
+        self._record(undo)
+
+    def evict(self, task: TaskView) -> None:
+        """Mark a placed task for eviction: its room becomes `releasing`, its queue is credited."""
+        previous, node = task.status, task.node
+        task.status = RELEASING
+        add_into(self.releasing[node], task.request)
+        task.gang.count(task.info.task_role, previous, -1)
+        self._charge_queue(task, -1)
+
+        def undo() -> None:
+            task.status = previous
+            add_into(self.releasing[node], task.request, -1)
+            task.gang.count(task.info.task_role, previous, 1)
+            self._charge_queue(task, 1)
+
+        self._record(undo)
+
+    def future_idle(self, node: int) -> list[int]:
+        return [a + b for a, b in zip(self.idle[node], self.releasing[node], strict=True)]
+
+
+def initial_count(gang: GangView, task: TaskView) -> None:
+    """Count a snapshot task into its gang (outside any trial)."""
+    gang.count(task.info.task_role, task.status, 1)
+    if task.status == PENDING and task.best_effort:
+        gang.pending_best_effort += 1
+
+
+def holds_node(status: str) -> bool:
+    return status in OCCUPYING_STATUSES
+
+
+def valid_task_count(gang: GangView) -> int:
+    return sum(1 for t in gang.tasks if t.status in VALID_STATUSES)
+
+
+def finished(status: str) -> bool:
+    return status in (SUCCEEDED, FAILED)

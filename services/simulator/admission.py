@@ -1,0 +1,157 @@
+"""Admission as kube-apiserver does it: mutating webhooks, then validating ones, over HTTPS.
+
+The request handlers call `mutate` before the store's own validation and `validate` after it.
+Webhooks come from the configuration objects in the store (`webhook_rules` picks them); each
+is POSTed an AdmissionReview over TLS checked against its caBundle, within its timeoutSeconds.
+A denial becomes the apiserver's error (`admission webhook "x" denied the request: ...`); a
+failure to call becomes a 500 under failurePolicy Fail and is ignored under Ignore.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from services.simulator import errors
+from services.simulator.errors import ApiError
+from services.simulator.kinds import MUTATING_WEBHOOKS, NAMESPACES, VALIDATING_WEBHOOKS
+from services.simulator.patches import json_patch
+from services.simulator.store import Store
+from services.simulator.webhook_rules import (
+    AdmissionAttributes,
+    Webhook,
+    matching_webhooks,
+    review_request,
+)
+
+# Webhook configurations are never sent through webhooks, so a bad webhook cannot lock itself in.
+_EXEMPT = frozenset({MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS})
+
+
+class _CallFailed(Exception):
+    pass
+
+
+class Admission:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+    def _webhooks(self, request: AdmissionAttributes, *, mutating: bool) -> list[Webhook]:
+        if request.kind in _EXEMPT:
+            return []
+        kind = MUTATING_WEBHOOKS if mutating else VALIDATING_WEBHOOKS
+        configurations = list(self._store.iterate(kind))
+        if not configurations:
+            return []
+        namespace = self._store.find(NAMESPACES, "", request.namespace) if request.namespace else None
+        labels = (namespace or {}).get("metadata", {}).get("labels") if namespace else None
+        return matching_webhooks(configurations, request, labels, mutating=mutating)
+
+    async def mutate(self, request: AdmissionAttributes) -> Mapping[str, Any] | None:
+        """The object after every matching mutating webhook has patched it."""
+        current = request.object
+        for webhook in self._webhooks(request, mutating=True):
+            attributes = AdmissionAttributes(
+                request.operation, request.kind, request.subresource, request.namespace,
+                request.name, current, request.old_object,
+            )
+            response = await self._call(webhook, attributes)
+            if response is not None and response.get("patch") and current is not None:
+                if response.get("patchType", "JSONPatch") != "JSONPatch":
+                    raise errors.internal(f'failed calling webhook "{webhook.name}": unsupported patch type')
+                operations = orjson.loads(base64.b64decode(response["patch"]))
+                current = json_patch(current, operations)
+        return current
+
+    async def validate(self, request: AdmissionAttributes) -> None:
+        for webhook in self._webhooks(request, mutating=False):
+            await self._call(webhook, request)
+
+    async def _call(self, webhook: Webhook, request: AdmissionAttributes) -> dict[str, Any] | None:
+        """The webhook's response when it allowed the request; raises its denial."""
+        review_uid = str(uuid.uuid4())
+        try:
+            response = await self._post(webhook, review_request(review_uid, request))
+        except _CallFailed as failure:
+            if webhook.failure_policy == "Ignore":
+                return None
+            raise errors.internal(f'failed calling webhook "{webhook.name}": {failure}') from None
+        if response.get("allowed"):
+            return response
+        status = response.get("status") or {}
+        denied = f'admission webhook "{webhook.name}" denied the request'
+        if status.get("message"):
+            message = f"{denied}: {status['message']}"
+        elif status.get("reason"):
+            message = f"{denied}: {status['reason']}"
+        else:
+            message = f"{denied} without explanation"
+        code = max(int(status.get("code") or 400), 400)
+        raise ApiError(code, status.get("reason") or "", message)
+
+    async def _post(self, webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
+        config = webhook.client_config
+        url, extensions = _target(config)
+        client = self._client(config.get("caBundle") or "")
+        try:
+            answer = await client.post(
+                url,
+                content=orjson.dumps(review),
+                headers={"Content-Type": "application/json"},
+                timeout=webhook.timeout_seconds,
+                extensions=extensions,
+            )
+        except httpx.TimeoutException:
+            raise _CallFailed(
+                f'failed to call webhook: Post "{url}": context deadline exceeded'
+            ) from None
+        except (httpx.HTTPError, ssl.SSLError, OSError) as error:
+            raise _CallFailed(f'failed to call webhook: Post "{url}": {error}') from None
+        if answer.status_code != 200:
+            raise _CallFailed(f"received invalid webhook response code {answer.status_code}")
+        try:
+            body = orjson.loads(answer.content)
+            response = body["response"]
+            if response.get("uid") != review["request"]["uid"]:
+                raise _CallFailed(
+                    f"expected response.uid={review['request']['uid']!r}, got {response.get('uid')!r}"
+                )
+            return dict(response)
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            raise _CallFailed("received invalid webhook response") from None
+
+    def _client(self, ca_bundle: str) -> httpx.AsyncClient:
+        client = self._clients.get(ca_bundle)
+        if client is None:
+            if ca_bundle:
+                context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
+            else:
+                context = ssl.create_default_context()
+            client = self._clients[ca_bundle] = httpx.AsyncClient(verify=context)
+        return client
+
+
+def _target(config: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The URL to POST to, and the TLS server name to check when it is an in-cluster Service.
+
+    The simulator has no cluster network: a Service reference is reached on 127.0.0.1 at the
+    Service's port, while the certificate is still checked for `<name>.<namespace>.svc`.
+    """
+    if config.get("url"):
+        return str(config["url"]), {}
+    service = config.get("service") or {}
+    host = f"{service.get('name')}.{service.get('namespace')}.svc"
+    url = f"https://127.0.0.1:{service.get('port', 443)}{service.get('path', '')}"
+    return url, {"sni_hostname": host}

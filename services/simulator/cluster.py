@@ -1,0 +1,65 @@
+"""The composition root: one simulated cluster wired from settings, a clock and timers.
+
+`build_cluster` creates the store, the kubelets (and their nodes), the default-scheduler
+stand-in, admission, the verbs and the optional rate limit. The HTTP app and the control API
+hold the returned `Cluster`; tests build one with fake timers and drive it without HTTP.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+from services.simulator.admission import Admission
+from services.simulator.default_scheduler import DefaultScheduler
+from services.simulator.kubelet import Kubelets, Timers
+from services.simulator.nodes import DEFAULT_NODES, NodeSpec, parse_node_entries
+from services.simulator.operations import Operations
+from services.simulator.ratelimit import TokenBucket
+from services.simulator.settings import SimulatorSettings
+from services.simulator.store import Store
+
+
+@dataclass
+class Cluster:
+    settings: SimulatorSettings
+    store: Store
+    kubelets: Kubelets
+    admission: Admission
+    operations: Operations
+    limiter: TokenBucket | None
+    scheduler: DefaultScheduler | None
+
+
+def load_nodes(path: Path | None) -> list[NodeSpec]:
+    if path is None:
+        return list(DEFAULT_NODES)
+    return parse_node_entries(yaml.safe_load(path.read_text()))
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_cluster(
+    settings: SimulatorSettings,
+    timers: Timers,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    monotonic: Callable[[], float] = time.monotonic,
+    nodes: Iterable[NodeSpec] | None = None,
+) -> Cluster:
+    store = Store(clock, settings.history_size)
+    kubelets = Kubelets(store, timers, clock, settings.kubelet_start_delay)
+    scheduler = DefaultScheduler(store, kubelets, timers, clock) if settings.default_scheduler else None
+    admission = Admission(store)
+    limiter = TokenBucket(settings.qps, settings.burst, monotonic) if settings.qps else None
+    for spec in load_nodes(settings.nodes_file) if nodes is None else nodes:
+        kubelets.add_node(spec)
+    return Cluster(settings, store, kubelets, admission, Operations(store, admission, clock),
+                   limiter, scheduler)

@@ -1,0 +1,178 @@
+"""The apiserver's verbs, between the HTTP routes and the store: create, update, patch, delete,
+bind and evict, each through the same steps kube-apiserver takes.
+
+Create: defaults → built-in admission (Priority, service IPs) → mutating webhooks → validation
+→ validating webhooks → store. Update and patch: read → apply → the same admission steps →
+store with an optimistic-concurrency check. Everything here raises `ApiError`; the HTTP layer
+turns it into a Status. No HTTP types appear in this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from services.simulator import errors, pod_status
+from services.simulator.admission import Admission
+from services.simulator.errors import ApiError
+from services.simulator.kinds import BY_PATH, PODS, Kind
+from services.simulator.patches import apply_patch
+from services.simulator.store import Store, timestamp
+from services.simulator.webhook_rules import AdmissionAttributes
+
+PRIORITY_CLASSES_PLURAL = "priorityclasses"
+
+
+def success_status(code: int) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+
+
+class Operations:
+    def __init__(self, store: Store, admission: Admission, clock: Callable[[], datetime]) -> None:
+        self._store, self._admission, self._clock = store, admission, clock
+        self._service_ips = 0
+
+    # -- create ----------------------------------------------------------------------------
+
+    async def create(self, kind: Kind, namespace: str, body: Any) -> dict[str, Any]:
+        obj = self._store.prepare_create(kind, body, namespace)
+        self._builtin_admission(kind, obj)
+        attributes = self._attributes("CREATE", kind, "", obj, None)
+        obj = self._as_object(kind, await self._admission.mutate(attributes), obj)
+        self._store.validate(kind, obj)
+        await self._admission.validate(self._attributes("CREATE", kind, "", obj, None))
+        return self._store.insert(kind, obj)
+
+    def _builtin_admission(self, kind: Kind, obj: dict[str, Any]) -> None:
+        """The in-process admission plugins whose effects clients see: Priority, ClusterIP."""
+        if kind is PODS:
+            self._resolve_priority(obj)
+        elif kind.kind == "Service":
+            spec = obj["spec"]
+            if not spec.get("clusterIP") and spec.get("type", "ClusterIP") != "ExternalName":
+                self._service_ips += 1
+                n = self._service_ips
+                spec["clusterIP"] = f"10.96.{n // 250 % 250}.{n % 250 + 1}"
+                spec["clusterIPs"] = [spec["clusterIP"]]
+
+    def _resolve_priority(self, pod: dict[str, Any]) -> None:
+        classes = BY_PATH[("scheduling.k8s.io", "v1", PRIORITY_CLASSES_PLURAL)]
+        spec = pod["spec"]
+        name = spec.get("priorityClassName")
+        if name:
+            found = self._store.find(classes, "", name)
+            if found is None:
+                raise ApiError(
+                    403, "Forbidden",
+                    f'pods "{pod["metadata"]["name"]}" is forbidden: no PriorityClass with name '
+                    f"{name} was found",
+                )
+        else:
+            found = next((c for c in self._store.iterate(classes) if c.get("globalDefault")), None)
+            if found is not None:
+                spec["priorityClassName"] = found["metadata"]["name"]
+        spec["priority"] = int(found.get("value", 0)) if found else 0
+        if found and found.get("preemptionPolicy"):
+            spec["preemptionPolicy"] = found["preemptionPolicy"]
+
+    # -- update and patch ------------------------------------------------------------------
+
+    async def update(
+        self, kind: Kind, namespace: str, name: str, body: Any, *, status_only: bool = False
+    ) -> dict[str, Any]:
+        new, old = self._store.prepare_update(kind, namespace, name, body, status_only=status_only)
+        subresource = "status" if status_only else ""
+        new = self._as_object(
+            kind, await self._admission.mutate(self._attributes("UPDATE", kind, subresource, new, old)), new
+        )
+        self._store.validate(kind, new)
+        await self._admission.validate(self._attributes("UPDATE", kind, subresource, new, old))
+        return self._store.replace(kind, new, old)
+
+    async def patch(
+        self, kind: Kind, namespace: str, name: str, content_type: str, patch: Any,
+        *, status_only: bool = False,
+    ) -> dict[str, Any]:
+        old = self._store.get(kind, namespace, name)
+        patched = apply_patch(content_type, old, patch)
+        return await self.update(kind, namespace, name, patched, status_only=status_only)
+
+    # -- delete ----------------------------------------------------------------------------
+
+    async def delete(
+        self, kind: Kind, namespace: str, name: str, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        options = options or {}
+        old = self._store.get(kind, namespace, name)
+        preconditions = options.get("preconditions") or {}
+        wanted = preconditions.get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(kind.plural, kind.group, name,
+                                  f"Precondition failed: ResourceVersion in precondition: {wanted}, "
+                                  f"ResourceVersion in object meta: {old['metadata']['resourceVersion']}")
+        await self._admission.validate(self._attributes("DELETE", kind, "", None, old))
+        return self._store.delete(
+            kind, namespace, name,
+            propagation=options.get("propagationPolicy") or "Background",
+            uid=preconditions.get("uid"),
+        )
+
+    # -- pod subresources ------------------------------------------------------------------
+
+    async def bind(self, namespace: str, name: str, binding: Any) -> dict[str, Any]:
+        """pods/binding: set the node; 409 when the pod is already bound or being deleted."""
+        if not isinstance(binding, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        target = (binding.get("target") or {}).get("name")
+        binding_name = (binding.get("metadata") or {}).get("name") or name
+        if not target:
+            raise errors.invalid("Binding", "", binding_name, [errors.FieldCause(
+                "FieldValueRequired", "Required value", "target.name")])
+        pod = self._store.get(PODS, namespace, binding_name)
+        if pod["spec"].get("nodeName"):
+            raise errors.conflict("pods/binding", "", binding_name,
+                                  f'pod {binding_name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+        if pod["metadata"].get("deletionTimestamp"):
+            raise errors.conflict("pods/binding", "", binding_name,
+                                  f"pod {binding_name} is being deleted, cannot be assigned to a host")
+        await self._admission.validate(self._attributes("CREATE", PODS, "binding", binding, None, pod))
+        bound = pod_status.bound(pod, target, timestamp(self._clock()))
+        annotations = (binding.get("metadata") or {}).get("annotations")
+        if annotations:
+            bound["metadata"] = {**bound["metadata"],
+                                 "annotations": {**(bound["metadata"].get("annotations") or {}),
+                                                 **annotations}}
+        self._store.replace(PODS, bound, pod)
+        return success_status(201)
+
+    async def evict(self, namespace: str, name: str, eviction: Any) -> dict[str, Any]:
+        """pods/eviction: with no disruption budgets to consult, an eviction deletes the pod."""
+        pod = self._store.get(PODS, namespace, name)
+        body = eviction if isinstance(eviction, dict) else {}
+        await self._admission.validate(self._attributes("CREATE", PODS, "eviction", body, None, pod))
+        self._store.delete(PODS, namespace, name)
+        return success_status(201)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _attributes(
+        operation: str, kind: Kind, subresource: str, obj: Any, old: Any,
+        about: dict[str, Any] | None = None,
+    ) -> AdmissionAttributes:
+        subject = about or obj or old or {}
+        metadata = subject.get("metadata") or {}
+        return AdmissionAttributes(
+            operation, kind, subresource, metadata.get("namespace", ""), metadata.get("name", ""),
+            obj, old,
+        )
+
+    @staticmethod
+    def _as_object(kind: Kind, mutated: Any, original: dict[str, Any]) -> dict[str, Any]:
+        if mutated is None:
+            return original
+        if not isinstance(mutated, dict) or not isinstance(mutated.get("metadata"), dict):
+            raise errors.internal("a mutating webhook returned a patch that does not yield an object")
+        mutated["apiVersion"], mutated["kind"] = kind.api_version, kind.kind
+        return mutated

@@ -1,0 +1,350 @@
+"""The simulated apiserver's storage: every object in memory, one resourceVersion counter.
+
+The HTTP layer, the kubelets and the control API all write through this class, so each write
+gets the next cluster-wide resourceVersion, lands in the watch history and reaches every
+subscriber in commit order (a subscriber that writes while being notified is queued behind the
+event it reacts to). Objects are plain dicts and are never mutated once stored: a write stores
+a new dict, so events and list answers can share them safely. Time comes from an injected clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from services.simulator import errors
+from services.simulator.history import History, WatchEvent
+from services.simulator.kinds import KINDS, NAMESPACES, Kind
+from services.simulator.selectors import EVERYTHING, Selector
+from services.simulator.validation import apply_defaults, validate
+
+Listener = Callable[[WatchEvent], None]
+ObjectKey = tuple[Kind, str, str]
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy, through orjson because it is several times faster than copy.deepcopy."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+class Store:
+    def __init__(self, clock: Callable[[], datetime], history_size: int = 50_000) -> None:
+        self._clock = clock
+        self._resource_version = 0
+        self._objects: dict[Kind, dict[str, dict[str, dict[str, Any]]]] = {k: {} for k in KINDS}
+        self._history = History(history_size)
+        self._owners_of: dict[str, set[tuple[Kind, str, str, str]]] = {}
+        self._uids: set[str] = set()
+        self._listeners: dict[Kind | None, list[Listener]] = {}
+        self._undelivered: deque[WatchEvent] = deque()
+        self._delivering = False
+        self._name_counter = 0
+        for name in INITIAL_NAMESPACES:
+            self.create(NAMESPACES, {"metadata": {"name": name}})
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        return self._resource_version
+
+    def find(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._objects[kind].get(namespace if kind.namespaced else "", {}).get(name)
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
+        obj = self.find(kind, namespace, name)
+        if obj is None:
+            raise errors.not_found(kind.plural, kind.group, name)
+        return obj
+
+    def iterate(self, kind: Kind, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every object of `kind`, in one namespace or (None) in all of them."""
+        buckets = self._objects[kind]
+        if namespace is not None and kind.namespaced:
+            yield from list(buckets.get(namespace, {}).values())
+            return
+        for bucket in list(buckets.values()):
+            yield from list(bucket.values())
+
+    def list(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        labels: Selector = EVERYTHING,
+        fields: Selector = EVERYTHING,
+    ) -> list[dict[str, Any]]:
+        return [
+            obj
+            for obj in self.iterate(kind, namespace)
+            if (labels.empty or labels.matches_labels(obj["metadata"].get("labels")))
+            and (fields.empty or fields.matches_fields(obj))
+        ]
+
+    def events_since(self, kind: Kind, resource_version: int) -> list[WatchEvent]:
+        return self._history.since(kind, resource_version)
+
+    def subscribe(self, kind: Kind | None, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with every committed event of `kind` (None: every kind)."""
+        self._listeners.setdefault(kind, []).append(listener)
+        return lambda: self._listeners[kind].remove(listener)
+
+    # -- creating --------------------------------------------------------------------------
+
+    def prepare_create(self, kind: Kind, body: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        """The object as it will be stored, before admission: defaults, name, uid, timestamps."""
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        obj = clone(body)
+        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = obj["metadata"] = {}
+        if kind.namespaced:
+            given = metadata.get("namespace")
+            if namespace and given and given != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            metadata["namespace"] = namespace or given or "default"
+            if self.find(NAMESPACES, "", metadata["namespace"]) is None:
+                raise errors.not_found("namespaces", "", metadata["namespace"])
+        else:
+            metadata.pop("namespace", None)
+        if not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = self._generated_name(metadata["generateName"])
+        for system_field in ("resourceVersion", "deletionTimestamp", "managedFields"):
+            metadata.pop(system_field, None)
+        metadata["uid"] = str(uuid.uuid4())
+        metadata["creationTimestamp"] = timestamp(self._clock())
+        metadata["generation"] = 1
+        apply_defaults(kind, obj)
+        return obj
+
+    def _generated_name(self, prefix: str) -> str:
+        # Five characters from a counter, as unique as the apiserver's random suffix and
+        # reproducible from one run to the next.
+        self._name_counter += 1
+        alphabet = "bcdfghjklmnpqrstvwxz2456789"
+        n, suffix = self._name_counter * 7919, ""
+        for _ in range(5):
+            n, digit = divmod(n, len(alphabet))
+            suffix += alphabet[digit]
+        return f"{prefix}{suffix}"
+
+    def validate(self, kind: Kind, obj: dict[str, Any]) -> None:
+        causes = validate(kind, obj)
+        if causes:
+            raise errors.invalid(kind.kind, kind.group, obj["metadata"].get("name", ""), causes)
+
+    def insert(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store a prepared, admitted object; 409 AlreadyExists when the name is taken."""
+        metadata = obj["metadata"]
+        namespace, name = metadata.get("namespace", ""), metadata["name"]
+        bucket = self._objects[kind].setdefault(namespace, {})
+        if name in bucket:
+            raise errors.already_exists(kind.plural, kind.group, name)
+        if kind.namespaced and self.find(NAMESPACES, "", namespace) is None:
+            raise errors.not_found("namespaces", "", namespace)
+        metadata["resourceVersion"] = str(self._next_version())
+        bucket[name] = obj
+        self._uids.add(metadata["uid"])
+        self._track_owners(kind, None, obj)
+        self._commit("ADDED", kind, obj, None)
+        return obj
+
+    def create(self, kind: Kind, body: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        """Create without admission (the simulator's own writes and tests)."""
+        obj = self.prepare_create(kind, body, namespace)
+        self.validate(kind, obj)
+        return self.insert(kind, obj)
+
+    # -- updating --------------------------------------------------------------------------
+
+    def prepare_update(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        *,
+        status_only: bool = False,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(new, old) for an update of the object or its status subresource, before admission.
+
+        409 when the body names a resourceVersion other than the stored one. The main resource
+        keeps the stored status and the status subresource keeps everything but the status,
+        for kinds that have one, as the apiserver does.
+        """
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        old = self.get(kind, namespace, name)
+        metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        if metadata.get("name") not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({metadata['name']}) does not match the name on the URL ({name})"
+            )
+        wanted = metadata.get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(kind.plural, kind.group, name, errors.STALE_OBJECT)
+        if status_only:
+            new = {**old, "status": clone(body.get("status"))}
+            new["metadata"] = dict(old["metadata"])
+        else:
+            new = clone(body)
+            new["apiVersion"], new["kind"] = kind.api_version, kind.kind
+            new_metadata = new["metadata"] = dict(new.get("metadata") or {})
+            for kept in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
+                if kept in old["metadata"]:
+                    new_metadata[kept] = old["metadata"][kept]
+                else:
+                    new_metadata.pop(kept, None)
+            if kind.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            generation = old["metadata"].get("generation", 1)
+            if _spec_part(new) != _spec_part(old):
+                generation += 1
+            new_metadata["generation"] = generation
+        return new, old
+
+    def replace(self, kind: Kind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """Store `new` in place of `old`; 409 if the object changed since `old` was read."""
+        metadata = new["metadata"]
+        namespace, name = metadata.get("namespace", ""), metadata["name"]
+        current = self.get(kind, namespace, name)
+        if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(kind.plural, kind.group, name, errors.STALE_OBJECT)
+        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+            # The last finalizer is gone: the deletion that waited for it completes now.
+            self._remove(kind, current)
+            return current
+        metadata["resourceVersion"] = str(self._next_version())
+        self._objects[kind][namespace][name] = new
+        self._track_owners(kind, old, new)
+        self._commit("MODIFIED", kind, new, old)
+        return new
+
+    def update(self, kind: Kind, new: dict[str, Any]) -> dict[str, Any]:
+        """Write a whole new version of a stored object (the simulator's own status writes)."""
+        metadata = new["metadata"]
+        old = self.get(kind, metadata.get("namespace", ""), metadata["name"])
+        return self.replace(kind, new, old)
+
+    # -- deleting --------------------------------------------------------------------------
+
+    def delete(
+        self, kind: Kind, namespace: str, name: str, *, propagation: str = "Background",
+        uid: str | None = None,
+    ) -> dict[str, Any]:
+        obj = self.get(kind, namespace, name)
+        if uid and obj["metadata"]["uid"] != uid:
+            raise errors.conflict(kind.plural, kind.group, name,
+                                  f"Precondition failed: UID in precondition: {uid}, "
+                                  f"UID in object meta: {obj['metadata']['uid']}")
+        if obj["metadata"].get("finalizers"):
+            if obj["metadata"].get("deletionTimestamp"):
+                return obj
+            marked = {**obj, "metadata": {**obj["metadata"],
+                                          "deletionTimestamp": timestamp(self._clock()),
+                                          "deletionGracePeriodSeconds": 0}}
+            return self.replace(kind, marked, obj)
+        if propagation == "Orphan":
+            self._orphan_dependents(obj["metadata"]["uid"])
+        return self._remove(kind, obj)
+
+    def _remove(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        metadata = obj["metadata"]
+        namespace, name = metadata.get("namespace", ""), metadata["name"]
+        del self._objects[kind][namespace][name]
+        self._uids.discard(metadata["uid"])
+        self._track_owners(kind, obj, None)
+        # A DELETED event carries the object as last stored, at a new resourceVersion.
+        gone_obj = {**obj, "metadata": {**metadata, "resourceVersion": str(self._next_version())}}
+        self._commit("DELETED", kind, gone_obj, obj)
+        if kind is NAMESPACES:
+            for other in KINDS:
+                if other.namespaced:
+                    for dependent in list(self._objects[other].get(name, {}).values()):
+                        self._remove(other, dependent)
+        self._collect_dependents(metadata["uid"])
+        return gone_obj
+
+    # -- owner references and garbage collection --------------------------------------------
+
+    def _track_owners(self, kind: Kind, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        for obj, adding in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            metadata = obj["metadata"]
+            key = (kind, metadata.get("namespace", ""), metadata["name"], metadata["uid"])
+            for reference in metadata.get("ownerReferences") or []:
+                owner_uid = reference.get("uid")
+                if not owner_uid:
+                    continue
+                if adding:
+                    self._owners_of.setdefault(owner_uid, set()).add(key)
+                else:
+                    self._owners_of.get(owner_uid, set()).discard(key)
+
+    def exists_uid(self, uid: str) -> bool:
+        return uid in self._uids
+
+    def _collect_dependents(self, owner_uid: str) -> None:
+        """Delete what the removed owner owned, unless another owner still exists."""
+        for kind, namespace, name, uid in list(self._owners_of.pop(owner_uid, set())):
+            dependent = self.find(kind, namespace, name)
+            if dependent is None or dependent["metadata"]["uid"] != uid:
+                continue
+            others = [r.get("uid") for r in dependent["metadata"].get("ownerReferences") or []
+                      if r.get("uid") != owner_uid]
+            if any(self.exists_uid(other) for other in others if other):
+                continue
+            self.delete(kind, namespace, name)
+
+    def _orphan_dependents(self, owner_uid: str) -> None:
+        for kind, namespace, name, uid in list(self._owners_of.get(owner_uid, set())):
+            dependent = self.find(kind, namespace, name)
+            if dependent is None or dependent["metadata"]["uid"] != uid:
+                continue
+            references = [r for r in dependent["metadata"].get("ownerReferences") or []
+                          if r.get("uid") != owner_uid]
+            orphaned = {**dependent, "metadata": {**dependent["metadata"],
+                                                  "ownerReferences": references}}
+            self.replace(kind, orphaned, dependent)
+
+    # -- the change feed -------------------------------------------------------------------
+
+    def _next_version(self) -> int:
+        self._resource_version += 1
+        return self._resource_version
+
+    def _commit(self, type_: str, kind: Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        event = WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, kind, obj, old)
+        self._history.append(event)
+        self._undelivered.append(event)
+        if self._delivering:
+            return
+        self._delivering = True
+        try:
+            while self._undelivered:
+                pending = self._undelivered.popleft()
+                for listener in (*self._listeners.get(pending.kind, ()), *self._listeners.get(None, ())):
+                    listener(pending)
+        finally:
+            self._delivering = False

@@ -1,0 +1,138 @@
+"""What the apiserver does to an object itself: defaults before admission, checks after it.
+
+`apply_defaults` fills the fields a real apiserver fills on create (a Pod's phase, scheduler
+name and restart policy; a Namespace's name label; the defaults Volcano's CRD schemas declare);
+`validate` returns the field causes of a 422 (missing or malformed names, a Pod without
+containers). Pure: plain dicts in, plain data out; anything needing other objects (priority
+classes, service IPs) is the store's job.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from services.simulator.errors import FieldCause
+from services.simulator.kinds import Kind
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+# Kinds whose names become DNS labels (a Service's name is a host name; a Namespace's too).
+_LABEL_NAMED = frozenset({"Namespace", "Service"})
+# Events are named `<object>.<hex>` by clients and the apiserver does not hold them to DNS rules.
+_FREELY_NAMED = frozenset({"Event"})
+
+
+def apply_defaults(kind: Kind, obj: dict[str, Any]) -> None:
+    """Fill create-time defaults in place (the object is the request's own copy)."""
+    spec = obj.get("spec")
+    if kind.kind == "Pod":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        for container in spec.get("containers") or []:
+            container.setdefault("imagePullPolicy", "IfNotPresent")
+            container.setdefault("terminationMessagePath", "/dev/termination-log")
+            container.setdefault("resources", {})
+        status = obj.setdefault("status", {})
+        status.setdefault("phase", "Pending")
+        status.setdefault("qosClass", _qos_class(spec.get("containers") or []))
+    elif kind.kind == "Namespace":
+        labels = obj["metadata"].setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj["status"] = {"phase": "Active"}
+    elif kind.kind == "Service":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+    elif kind.kind == "Job" and isinstance(spec, dict):
+        spec.setdefault("queue", "default")
+        spec.setdefault("maxRetry", 3)
+    elif kind.kind == "PodGroup" and isinstance(spec, dict):
+        spec.setdefault("queue", "default")
+    elif kind.kind == "Event":
+        obj.setdefault("type", "Normal")
+        obj.setdefault("count", 1)
+
+
+def _qos_class(containers: list[dict[str, Any]]) -> str:
+    requests_any, guaranteed = False, bool(containers)
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        requests_any = requests_any or bool(requests) or bool(limits)
+        if not limits or any(requests.get(r, limits.get(r)) != limits.get(r) for r in ("cpu", "memory")):
+            guaranteed = False
+        if not ({"cpu", "memory"} <= set(limits)):
+            guaranteed = False
+    if guaranteed:
+        return "Guaranteed"
+    return "Burstable" if requests_any else "BestEffort"
+
+
+def validate(kind: Kind, obj: dict[str, Any]) -> list[FieldCause]:
+    """The causes of a 422 for this object; empty when it is acceptable."""
+    causes = _validate_name(kind, obj.get("metadata") or {})
+    if kind.kind == "Pod":
+        causes.extend(_validate_pod(obj.get("spec") or {}))
+    return causes
+
+
+def _validate_name(kind: Kind, metadata: dict[str, Any]) -> list[FieldCause]:
+    name = metadata.get("name")
+    if not name:
+        return [
+            FieldCause(
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+                "metadata.name",
+            )
+        ]
+    if kind.kind in _FREELY_NAMED:
+        return []
+    if kind.kind in _LABEL_NAMED:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            return [_invalid_name(name, _LABEL_MESSAGE)]
+        return []
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return [_invalid_name(name, _SUBDOMAIN_MESSAGE)]
+    return []
+
+
+def _invalid_name(name: str, why: str) -> FieldCause:
+    return FieldCause("FieldValueInvalid", f'Invalid value: "{name}": {why}', "metadata.name")
+
+
+def _validate_pod(spec: dict[str, Any]) -> list[FieldCause]:
+    containers = spec.get("containers")
+    if not containers:
+        return [FieldCause("FieldValueRequired", "Required value", "spec.containers")]
+    causes = []
+    for index, container in enumerate(containers):
+        if not container.get("name"):
+            causes.append(
+                FieldCause("FieldValueRequired", "Required value", f"spec.containers[{index}].name")
+            )
+        if not container.get("image"):
+            causes.append(
+                FieldCause("FieldValueRequired", "Required value", f"spec.containers[{index}].image")
+            )
+    return causes

@@ -1,0 +1,1 @@
+"""The message bus: NATS JetStream streams, idempotent publishing, ordered pull consumers."""

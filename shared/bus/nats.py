@@ -1,0 +1,263 @@
+"""JetStream adapter: streams, publishing with Nats-Msg-Id, durable pull consumers with ack policy.
+
+Every service connects through `Bus`. `ensure_streams` creates the streams idempotently at start.
+`publish` sets `Nats-Msg-Id` to the event id, so JetStream drops a duplicate inside its window; the
+consumer's idempotency remains the real guarantee. `consume` runs a durable pull consumer: messages
+of one subject (one object) are handled in order, different subjects concurrently; success acks,
+`TemporaryError` naks with its delay, `PermanentError` or an undecodable message goes to the
+dead-letter subject with the reason, and anything else naks with back-off until `max_deliver`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import nats
+import structlog
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BadRequestError
+from pydantic import ValidationError
+
+from shared.config import NatsSettings
+from shared.domain.errors import PermanentError, TemporaryError
+from shared.messages import catalog as _catalog  # noqa: F401  (registers every event type)
+from shared.messages import subjects
+from shared.messages.envelope import CloudEvent, UnknownEventType, decode
+
+log = structlog.get_logger()
+
+Handler = Callable[[CloudEvent[Any]], Awaitable[None]]
+
+MSG_ID = "Nats-Msg-Id"
+DEFAULT_BACKOFF = (0.2, 1.0, 5.0, 15.0, 30.0)
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """A durable pull consumer: which stream, which subjects, and how hard to retry."""
+
+    stream: str
+    durable: str
+    filter_subjects: Sequence[str]
+    max_deliver: int = 8
+    backoff: Sequence[float] = DEFAULT_BACKOFF
+    batch: int = 256
+    ack_wait: float = 30.0
+    deliver_new_only: bool = False
+    concurrency: int = 64
+
+
+@dataclass
+class ConsumerStats:
+    handled: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Bus:
+    """One NATS connection and its JetStream context, shared by a service's publishers and consumers."""
+
+    def __init__(self, nc: Client, js: JetStreamContext, settings: NatsSettings) -> None:
+        self.nc = nc
+        self.js = js
+        self.settings = settings
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    @classmethod
+    async def connect(cls, settings: NatsSettings, *, name: str) -> Bus:
+        nc = await nats.connect(
+            settings.url,
+            name=name,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.5,
+            connect_timeout=5,
+        )
+        return cls(nc, nc.jetstream(timeout=10), settings)
+
+    async def close(self) -> None:
+        self._stopping.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        with contextlib.suppress(Exception):
+            await self.nc.flush(timeout=2)
+        with contextlib.suppress(Exception):
+            await self.nc.close()
+
+    async def ensure_streams(self) -> None:
+        """Create (or bring up to date) every stream; safe to call from every service at start."""
+        for name, subject in subjects.STREAM_SUBJECTS.items():
+            config = StreamConfig(
+                name=name,
+                subjects=[subject],
+                storage=StorageType.FILE,
+                retention=RetentionPolicy.LIMITS,
+                discard=DiscardPolicy.OLD,
+                duplicate_window=120.0,
+            )
+            if name == subjects.AUDIT_STREAM:
+                config.max_age = self.settings.audit_max_age_hours * 3600
+                config.max_bytes = self.settings.audit_max_bytes
+            try:
+                await self.js.add_stream(config)
+            except BadRequestError:
+                await self.js.update_stream(config)
+
+    async def publish(self, subject: str, event: CloudEvent[Any]) -> None:
+        await self.publish_raw(subject, event.to_bytes(), msg_id=event.id)
+
+    async def publish_raw(self, subject: str, payload: bytes, *, msg_id: str) -> None:
+        await self.js.publish(subject, payload, headers={MSG_ID: msg_id})
+
+    async def publish_many(self, items: Sequence[tuple[str, bytes, str]]) -> None:
+        """Publish (subject, payload, msg_id) triples in order, waiting for every ack at the end.
+
+        Pipelining keeps one round trip per batch instead of one per message; order on the wire,
+        and so in the stream, is the order given.
+        """
+        futures = [
+            await self.js.publish_async(subject, payload, headers={MSG_ID: msg_id})
+            for subject, payload, msg_id in items
+        ]
+        for ack in await asyncio.gather(*futures, return_exceptions=True):
+            if isinstance(ack, BaseException):
+                raise ack
+
+    def consume(self, spec: ConsumerSpec, handler: Handler) -> ConsumerStats:
+        """Start consuming in the background; returns live counters. Stopped by `close()`."""
+        stats = ConsumerStats()
+        self._tasks.append(asyncio.create_task(self._consume(spec, handler, stats)))
+        return stats
+
+    async def _subscribe(self, spec: ConsumerSpec) -> JetStreamContext.PullSubscription:
+        config = ConsumerConfig(
+            durable_name=spec.durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=spec.ack_wait,
+            # JetStream's own redelivery limit sits above ours so that we, not the server, decide
+            # when a message is dead-lettered (and with which reason).
+            max_deliver=spec.max_deliver + 2,
+            deliver_policy=DeliverPolicy.NEW if spec.deliver_new_only else DeliverPolicy.ALL,
+            max_ack_pending=max(spec.batch * 4, 1024),
+        )
+        if len(spec.filter_subjects) == 1:
+            config.filter_subject = spec.filter_subjects[0]
+        else:
+            config.filter_subjects = list(spec.filter_subjects)
+        # CONSUMER.CREATE creates a durable or updates it in place, so a restart resumes it.
+        await self.js.add_consumer(spec.stream, config)
+        return await self.js.pull_subscribe_bind(spec.durable, stream=spec.stream)
+
+    async def _consume(self, spec: ConsumerSpec, handler: Handler, stats: ConsumerStats) -> None:
+        subscription = await self._subscribe(spec)
+        limit = asyncio.Semaphore(spec.concurrency)
+        while not self._stopping.is_set():
+            try:
+                batch = await subscription.fetch(spec.batch, timeout=1.0)
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            except Exception as error:  # reconnecting: keep the loop alive
+                if self._stopping.is_set():
+                    return
+                log.warning("fetch failed", durable=spec.durable, error=str(error))
+                await asyncio.sleep(0.5)
+                continue
+            # One object's messages (one subject) run in order; different objects run concurrently.
+            by_subject: dict[str, list[Msg]] = {}
+            for msg in batch:
+                by_subject.setdefault(msg.subject, []).append(msg)
+            await asyncio.gather(
+                *(self._handle_in_order(spec, handler, msgs, stats, limit)
+                  for msgs in by_subject.values())
+            )
+
+    async def _handle_in_order(
+        self,
+        spec: ConsumerSpec,
+        handler: Handler,
+        msgs: list[Msg],
+        stats: ConsumerStats,
+        limit: asyncio.Semaphore,
+    ) -> None:
+        async with limit:
+            for position, msg in enumerate(msgs):
+                if not await self._handle_one(spec, handler, msg, stats):
+                    # Keep the object's order: what follows a retried message waits for it.
+                    for later in msgs[position + 1 :]:
+                        await later.nak(delay=0.05)
+                    return
+
+    async def _handle_one(
+        self, spec: ConsumerSpec, handler: Handler, msg: Msg, stats: ConsumerStats
+    ) -> bool:
+        """Handle one message; False when it was put back for a later retry."""
+        delivered = msg.metadata.num_delivered
+        try:
+            event = decode(msg.data)
+            await handler(event)
+        except (PermanentError, ValidationError, UnknownEventType, ValueError) as error:
+            await self._dead_letter(spec, msg, f"{type(error).__name__}: {error}", stats)
+            return True
+        except TemporaryError as error:
+            return await self._retry(spec, msg, delivered, str(error), stats, error.delay)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.exception("handler failed", durable=spec.durable, subject=msg.subject)
+            return await self._retry(spec, msg, delivered, f"{type(error).__name__}: {error}", stats)
+        await msg.ack()
+        stats.handled += 1
+        return True
+
+    async def _retry(
+        self,
+        spec: ConsumerSpec,
+        msg: Msg,
+        delivered: int,
+        reason: str,
+        stats: ConsumerStats,
+        delay: float | None = None,
+    ) -> bool:
+        if delivered >= spec.max_deliver:
+            await self._dead_letter(spec, msg, f"gave up after {delivered} deliveries: {reason}", stats)
+            return True
+        backoff = spec.backoff[min(delivered - 1, len(spec.backoff) - 1)]
+        await msg.nak(delay=delay if delay is not None else backoff)
+        stats.retried += 1
+        return False
+
+    async def _dead_letter(
+        self, spec: ConsumerSpec, msg: Msg, reason: str, stats: ConsumerStats
+    ) -> None:
+        log.error("dead-lettered", durable=spec.durable, subject=msg.subject, reason=reason)
+        headers = {
+            "Phalanx-Reason": reason[:1000],
+            "Phalanx-Original-Subject": msg.subject,
+            MSG_ID: f"dlq:{spec.durable}:{msg.metadata.stream}:{msg.metadata.sequence.stream}",
+        }
+        await self.js.publish(
+            subjects.deadletter(spec.stream, spec.durable), msg.data, headers=headers
+        )
+        await msg.term()
+        stats.dead_lettered += 1
+        stats.errors.append(reason)

@@ -1,0 +1,67 @@
+"""Settings building blocks: every service reads its configuration once, in `__main__`, from here.
+
+Each service declares one pydantic-settings class with its own environment prefix and embeds the
+shared `NatsSettings`, `PostgresSettings` and `LogSettings`. `load_settings` turns a validation
+failure into one readable line per bad setting, naming the environment variable, and exits.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class NatsSettings(BaseModel):
+    url: str = Field("nats://127.0.0.1:4222", description="NATS server URL (JetStream enabled).")
+    audit_max_age_hours: float = Field(
+        24 * 7, gt=0, description="How long the AUDIT stream keeps events."
+    )
+    audit_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of the AUDIT stream.")
+
+
+class PostgresSettings(BaseModel):
+    url: str = Field(
+        "postgresql+asyncpg://phalanx@127.0.0.1:5432/phalanx",
+        description="SQLAlchemy URL of the scheduling database (asyncpg driver).",
+    )
+    pool_size: int = Field(5, ge=1, le=100)
+
+
+class LogSettings(BaseModel):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["json", "console"] = "console"
+
+
+class ServiceSettings(BaseSettings):
+    """Base for every service's settings; nested fields use `__` (PREFIX_NATS__URL)."""
+
+    model_config = SettingsConfigDict(env_nested_delimiter="__", extra="forbid")
+
+    nats: NatsSettings = NatsSettings()
+    postgres: PostgresSettings = PostgresSettings()
+    log: LogSettings = LogSettings()
+
+
+class SettingsError(SystemExit):
+    """Raised (and exits the process) when a setting is invalid; the message names each one."""
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load_settings(cls: type[S]) -> S:
+    """Read `cls` from the environment, or exit with one line per invalid setting."""
+    try:
+        return cls()
+    except ValidationError as error:
+        prefix = str(cls.model_config.get("env_prefix", "")).upper()
+        lines = [
+            f"invalid setting {prefix}{'__'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            f" (got {e.get('input')!r})"
+            for e in error.errors()
+        ]
+        print("\n".join(lines), file=sys.stderr)
+        raise SettingsError("\n".join(lines)) from None

@@ -1,0 +1,1 @@
+"""Infrastructure for machines without Docker or a cluster: local NATS and PostgreSQL processes."""

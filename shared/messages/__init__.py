@@ -1,0 +1,1 @@
+"""Wire contracts between the services: the CloudEvents envelope, subjects, one model per event type."""

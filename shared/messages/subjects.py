@@ -1,0 +1,76 @@
+"""The only place subjects and stream names are spelled.
+
+Subjects carry the object key (`<kind>.<namespace>.<name>`) so that consumers can filter and keep
+one object's events in order. Kubernetes names may contain dots, which NATS reads as token
+separators, so every token is escaped: `.`, `*`, `>`, `%` and whitespace become `%XX`.
+Cluster-scoped objects use `_` as their namespace token (no namespace can be named `_`).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+CLUSTER_STREAM = "CLUSTER"
+JOBS_STREAM = "JOBS"
+DECISIONS_STREAM = "DECISIONS"
+AUDIT_STREAM = "AUDIT"
+DEADLETTER_STREAM = "DEADLETTER"
+
+STREAM_SUBJECTS: dict[str, str] = {
+    CLUSTER_STREAM: "cluster.>",
+    JOBS_STREAM: "jobs.>",
+    DECISIONS_STREAM: "decisions.>",
+    AUDIT_STREAM: "audit.>",
+    DEADLETTER_STREAM: "deadletter.>",
+}
+
+_UNSAFE = re.compile(r"[.*>%\s]")
+CLUSTER_SCOPE = "_"
+
+
+def escape_token(token: str) -> str:
+    """Make `token` safe as one subject token; reversible with `unescape_token`."""
+    if not token:
+        return CLUSTER_SCOPE
+    if token == CLUSTER_SCOPE:
+        return "%5F"
+    return _UNSAFE.sub(_percent_encode, token)
+
+
+def _percent_encode(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode())
+
+
+def unescape_token(token: str) -> str:
+    return "" if token == CLUSTER_SCOPE else unquote(token)
+
+
+def _key(namespace: str | None, name: str) -> str:
+    return f"{escape_token(namespace or '')}.{escape_token(name)}"
+
+
+def cluster_object(kind: str, namespace: str | None, name: str) -> str:
+    """A change to one Kubernetes object: `cluster.<kind>.<ns>.<name>` (kind lower-case)."""
+    return f"cluster.{kind.lower()}.{_key(namespace, name)}"
+
+
+def cluster_resynced(kind: str) -> str:
+    return f"cluster.{kind.lower()}._resynced"
+
+
+def decision(what: str, namespace: str, gang: str) -> str:
+    """A scheduler decision about one gang: `decisions.<what>.<ns>.<podgroup>`."""
+    return f"decisions.{what}.{_key(namespace, gang)}"
+
+
+def job_event(what: str, namespace: str, name: str) -> str:
+    return f"jobs.{what}.{_key(namespace, name)}"
+
+
+def audit(service: str, action: str, namespace: str | None, name: str) -> str:
+    return f"audit.{service}.{escape_token(action)}.{_key(namespace, name)}"
+
+
+def deadletter(stream: str, durable: str) -> str:
+    return f"deadletter.{stream.lower()}.{escape_token(durable)}"

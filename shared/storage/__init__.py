@@ -1,0 +1,1 @@
+"""PostgreSQL storage: the schema (one writing service per table), the async engine, the outbox."""

@@ -1,0 +1,29 @@
+"""Apply or revert the schema with Alembic, from code (the CLI, `phalanx up`, the tests).
+
+Alembic's env.py runs its own event loop, so these are synchronous; call them from a thread when an
+event loop is already running (`asyncio.to_thread(upgrade, url)`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(url: str) -> Config:
+    config = Config(str(ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(ROOT / "migrations"))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    command.downgrade(_config(url), revision)
