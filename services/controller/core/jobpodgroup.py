@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.domain.resources import Resources
-
 from services.controller.core import keys
 from services.controller.core.owners import job_ref
 from services.controller.core.quota import pod_quota_usage, to_resource_list
+from shared.domain.resources import Resources
 
 Json = Mapping[str, Any]
 
 
 def min_task_member(task: Json) -> int:
-    """task.minAvailable, else minPartitions × partitionSize, else replicas."""
+    """task.minAvailable, else minPartitions * partitionSize, else replicas."""
     if task.get("minAvailable") is not None:
         return int(task["minAvailable"])
     partition = task.get("partitionPolicy") or {}
@@ -75,7 +74,8 @@ def min_resources(job: Json, priorities: Mapping[str, int] | None = None) -> Res
     left = min_available - counted
     for task in tasks:
         replicas = int(task.get("replicas") or 0)
-        spare = replicas if task.get("minAvailable") is None else replicas - int(task["minAvailable"])
+        minimum = task.get("minAvailable")
+        spare = replicas if minimum is None else replicas - int(minimum)
         if spare <= 0:
             continue
         take = min(left, spare)
@@ -138,8 +138,13 @@ def build_podgroup(job: Json, priorities: Mapping[str, int] | None = None) -> di
     }
 
 
-_UPDATED_FIELDS = ("priorityClassName", "minMember", "minResources", "minTaskMember",
-                   "subGroupPolicy")
+_UPDATED_FIELDS = (
+    "priorityClassName",
+    "minMember",
+    "minResources",
+    "minTaskMember",
+    "subGroupPolicy",
+)
 
 
 def podgroup_needs_update(existing: Json, desired: Json) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The job as the lifecycle sees it: a frozen summary of its spec, status, pods, PodGroup and timers.
+"""The job as the lifecycle sees it: a frozen summary of spec, status, pods, PodGroup and timers.
 
 Built by `observe.observe_job` from the Kubernetes JSON the watcher delivered, consumed and
 returned by `lifecycle.transition`. Nothing here is Kubernetes JSON except on the way out
@@ -11,9 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from shared.volcano.enums import JobPhase
-
 from services.controller.core.policies import Policy
+from shared.volcano.enums import JobPhase
 
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 FINISHED_PHASES = frozenset({JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED})

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from shared.volcano.enums import Action, Event, JobPhase
-
 from services.controller.core import events as ev
 from services.controller.core.effects import (
     CancelTimer,
@@ -44,6 +42,7 @@ from services.controller.core.reconcile import (
     sync_job,
 )
 from services.controller.core.status import job_status
+from shared.volcano.enums import Action, Event, JobPhase
 
 TTL_TIMER_KEY = "ttl-after-finished"
 _RESTART_TARGETS: dict[str, str] = {
@@ -151,8 +150,8 @@ def execute(state: JobState, action: str, target: Target, now: datetime) -> Outc
     if phase in (JobPhase.ABORTING, JobPhase.ABORTED):
         if action == Action.RESUME_JOB:
             return kill_job(state, True, _to(JobPhase.RESTARTING, retry=True), action, now)
-        rule = _drained(JobPhase.ABORTED) if phase == JobPhase.ABORTING else None
-        return kill_job(state, True, rule, action, now)
+        drain = _drained(JobPhase.ABORTED) if phase == JobPhase.ABORTING else None
+        return kill_job(state, True, drain, action, now)
     if phase in _DRAINING:
         return kill_job(state, True, _drained(_DRAINING[JobPhase(phase)]), action, now)
     # Completed, Failed, Terminated: sweep leftovers, never leave the phase.
@@ -192,8 +191,13 @@ def _cancelled_by_pod_event(state: JobState, event: ev.JobEvent) -> DelayedActio
 # ---- transition ------------------------------------------------------------------------------
 
 
-def _finish(state: JobState, outcome: Outcome, timers: tuple[DelayedAction, ...],
-            effects: list[Effect], now: datetime) -> Transition:
+def _finish(
+    state: JobState,
+    outcome: Outcome,
+    timers: tuple[DelayedAction, ...],
+    effects: list[Effect],
+    now: datetime,
+) -> Transition:
     body = list(outcome.effects)
     if outcome.status != state.status:
         # The status is written before the PodGroup goes, as Volcano's killPods does.
@@ -227,8 +231,9 @@ def _on_timer(state: JobState, key: str, now: datetime) -> Transition:
     timer = state.timer(key)
     if timer is None:
         return Transition(state, ())  # cancelled meanwhile
-    target = Target(_RESTART_TARGETS.get(timer.action, "task"), timer.task, timer.pod,
-                    timer.partition)
+    target = Target(
+        _RESTART_TARGETS.get(timer.action, "task"), timer.task, timer.pod, timer.partition
+    )
     outcome = execute(state, timer.action, target, now)
     gone = {*_superseded(state.timers, timer), timer}
     cancels: list[Effect] = [CancelTimer(t.key) for t in state.timers if t in gone and t != timer]
@@ -244,8 +249,11 @@ def transition(state: JobState, event: ev.JobEvent, now: datetime) -> Transition
         message = f"Error creating pods: [{' '.join(event.errors)}]"
         return Transition(state, (RecordEvent("Warning", "FailedCreate", message),))
     if isinstance(event, ev.RetryLimitReached):
-        note = RecordEvent("Normal", "ExecuteAction",
-                           f"Job failed on action {event.action} for retry limit reached")
+        note = RecordEvent(
+            "Normal",
+            "ExecuteAction",
+            f"Job failed on action {event.action} for retry limit reached",
+        )
         outcome = execute(state, Action.TERMINATE_JOB, Target("task"), now)
         return _finish(state, outcome, state.timers, [note], now)
 
@@ -264,11 +272,14 @@ def transition(state: JobState, event: ev.JobEvent, now: datetime) -> Transition
     job_uid = getattr(event, "job_uid", "")
     commanded = event.action if isinstance(event, ev.CommandIssued) else None
     if commanded is not None:
-        effects.append(RecordEvent(
-            "Normal", "CommandIssued",
-            f"Start to execute command {commanded}, and clean it up to make sure executed not "
-            "more than once.",
-        ))
+        effects.append(
+            RecordEvent(
+                "Normal",
+                "CommandIssued",
+                f"Start to execute command {commanded}, and clean it up to make sure executed not "
+                "more than once.",
+            )
+        )
     stale = bool(job_uid and job_uid != state.uid) or (
         getattr(event, "job_version", 0) < state.status.version
     )
@@ -283,13 +294,15 @@ def transition(state: JobState, event: ev.JobEvent, now: datetime) -> Transition
     action = decision.action
     if decision.delay > timedelta(0):
         delay_text = format_go_duration(decision.delay)
-        effects.append(RecordEvent("Normal", "ExecuteAction",
-                                   f"Execute action {action} after {delay_text}"))
+        effects.append(
+            RecordEvent("Normal", "ExecuteAction", f"Execute action {action} after {delay_text}")
+        )
         existing = state.timer(pod)
         if existing is not None and existing.action == action:
             return Transition(state, tuple(effects))
-        delayed = DelayedAction(pod, action, event.event, now + decision.delay,
-                                task, pod, pod_uid, partition)
+        delayed = DelayedAction(
+            pod, action, event.event, now + decision.delay, task, pod, pod_uid, partition
+        )
         timers = (*(t for t in timers if t.key != pod), delayed)
         effects.append(ScheduleTimer(pod, delayed.due, action))
         return Transition(replace(state, timers=timers), tuple(effects))

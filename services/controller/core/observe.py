@@ -24,6 +24,7 @@ from services.controller.core.jobstate import (
     TaskSpec,
     Volume,
 )
+from services.controller.core.owners import controller_of
 from services.controller.core.policies import parse_go_duration, policies_from_manifest
 
 Json = Mapping[str, Any]
@@ -51,13 +52,16 @@ def task_specs(job: Json) -> tuple[TaskSpec, ...]:
             TaskSpec(
                 name=str(raw.get("name", "")),
                 replicas=_int(raw.get("replicas")),
-                min_available=None if raw.get("minAvailable") is None
+                min_available=None
+                if raw.get("minAvailable") is None
                 else _int(raw["minAvailable"]),
                 max_retry=_int(raw.get("maxRetry"), 3),
                 policies=policies_from_manifest(raw.get("policies")),
-                depends_on=DependsOn(tuple(depends.get("name") or ()),
-                                     str(depends.get("iteration") or "all"))
-                if depends else None,
+                depends_on=DependsOn(
+                    tuple(depends.get("name") or ()), str(depends.get("iteration") or "all")
+                )
+                if depends
+                else None,
                 partition_size=_int(partition.get("partitionSize")),
             )
         )
@@ -100,8 +104,10 @@ def _restarts(pod: Json) -> int:
     status = pod.get("status") or {}
     return sum(
         _int(s.get("restartCount"))
-        for s in (*(status.get("initContainerStatuses") or ()),
-                  *(status.get("containerStatuses") or ()))
+        for s in (
+            *(status.get("initContainerStatuses") or ()),
+            *(status.get("containerStatuses") or ()),
+        )
     )
 
 
@@ -132,8 +138,9 @@ def podgroup_view(podgroup: Json) -> PodGroupView:
     """The PodGroup, with its newest True condition if that is not `Scheduled`."""
     status = podgroup.get("status") or {}
     true_conditions = [c for c in status.get("conditions") or () if c.get("status") == "True"]
-    newest = max(true_conditions, key=lambda c: str(c.get("lastTransitionTime") or ""),
-                 default=None)
+    newest = max(
+        true_conditions, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None
+    )
     unready = newest is not None and newest.get("type") != "Scheduled"
     return PodGroupView(
         name=str((podgroup.get("metadata") or {}).get("name", "")),
@@ -170,8 +177,11 @@ def observe_job(
         policies=policies_from_manifest(spec.get("policies")),
         plugins=tuple(sorted((spec.get("plugins") or {}).keys())),
         volumes=tuple(
-            Volume(str(v.get("mountPath", "")), str(v.get("volumeClaimName") or ""),
-                   v.get("volumeClaim") is not None)
+            Volume(
+                str(v.get("mountPath", "")),
+                str(v.get("volumeClaimName") or ""),
+                v.get("volumeClaim") is not None,
+            )
             for v in spec.get("volumes") or ()
         ),
         status=status_from_json(job.get("status")),
@@ -183,8 +193,7 @@ def observe_job(
 
 
 def _controlled_by(pod: Json, uid: str) -> bool:
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
-    controller = next((r for r in refs if r.get("controller")), None)
+    controller = controller_of(pod)
     return controller is None or not uid or controller.get("uid") == uid
 
 
@@ -193,11 +202,15 @@ def _controlled_by(pod: Json, uid: str) -> bool:
 
 def _base(pod: Json) -> dict[str, Any]:
     view = pod_view(pod)
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
-    controller = next((r for r in refs if r.get("controller")), {})
-    return {"pod": view.name, "task": view.task, "pod_uid": view.uid,
-            "job_version": view.job_version, "job_uid": str(controller.get("uid", "")),
-            "partition": view.partition}
+    controller = controller_of(pod) or {}
+    return {
+        "pod": view.name,
+        "task": view.task,
+        "pod_uid": view.uid,
+        "job_version": view.job_version,
+        "job_uid": str(controller.get("uid", "")),
+        "partition": view.partition,
+    }
 
 
 def _exit_code(pod: Json) -> int:
@@ -243,8 +256,11 @@ def pod_event(old: Json | None, new: Json | None, state: JobState) -> ev.JobEven
     old_phase = str((old.get("status") or {}).get("phase") or "Pending")
     phase = view.phase
     if phase == "Failed":
-        return ev.PodFailed(**base, exit_code=_exit_code(new)) if old_phase != "Failed" \
+        return (
+            ev.PodFailed(**base, exit_code=_exit_code(new))
+            if old_phase != "Failed"
             else ev.OutOfSync(view.name, view.task)
+        )
     if phase == "Succeeded":
         if old_phase != "Succeeded" and task_completed(state, view.task):
             return ev.TaskCompleted(**base)

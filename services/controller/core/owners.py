@@ -27,8 +27,9 @@ def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str
 
 def job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
     meta = job.get("metadata") or {}
-    return controller_ref(keys.BATCH_API_VERSION, keys.JOB_KIND, str(meta.get("name", "")),
-                          str(meta.get("uid", "")))
+    return controller_ref(
+        keys.BATCH_API_VERSION, keys.JOB_KIND, str(meta.get("name", "")), str(meta.get("uid", ""))
+    )
 
 
 def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:

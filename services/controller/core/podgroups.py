@@ -113,8 +113,9 @@ def podgroup_for_pod(
         "metadata": {
             "name": podgroup_name_for_pod(pod),
             "namespace": meta.get("namespace", ""),
-            "ownerReferences": list(meta.get("ownerReferences") or ()) if owner else
-            [controller_ref("v1", "Pod", str(meta.get("name", "")), str(meta.get("uid", "")))],
+            "ownerReferences": list(meta.get("ownerReferences") or ())
+            if owner
+            else [controller_ref("v1", "Pod", str(meta.get("name", "")), str(meta.get("uid", "")))],
             "annotations": pg_annotations,
             "labels": {k: labels[k] for k in (keys.PREEMPTABLE, keys.COOLDOWN_TIME) if k in labels},
         },
@@ -144,27 +145,34 @@ def pods_of_podgroup(podgroup: Json, pods: Iterable[Json]) -> list[Json]:
     meta = podgroup.get("metadata") or {}
     name, namespace = meta.get("name"), meta.get("namespace")
     return [
-        p for p in pods
+        p
+        for p in pods
         if ((p.get("metadata") or {}).get("annotations") or {}).get(keys.GROUP_NAME) == name
         and (p.get("metadata") or {}).get("namespace") == namespace
     ]
 
 
 def podgroup_status(
-    podgroup: Json, pods: Iterable[Json], *, unschedulable_now: bool = False
+    podgroup: Json,
+    pods: Iterable[Json],
+    *,
+    admitted: bool = False,
+    unschedulable_now: bool = False,
 ) -> dict[str, Any]:
     """PodGroup status as Volcano's scheduler closes a session: phase, counters, conditions kept.
 
     A pod counts as scheduled once bound (nodeName) or past Pending. With at least minMember
     scheduled the gang is Running, or Completed when every scheduled pod finished; short of
-    that it is Pending, unless the scheduler already admitted it (Inqueue stays Inqueue). A gang
+    that it is Pending, unless the scheduler admitted it (`admitted`, the enqueue decision) or
+    had already (Inqueue stays Inqueue). A gang
     with running pods found unschedulable in this session (`unschedulable_now`) is Unknown.
     """
     status = dict(podgroup.get("status") or {})
     members = pods_of_podgroup(podgroup, pods)
     phases = [str((p.get("status") or {}).get("phase") or "Pending") for p in members]
     scheduled = [
-        phase for p, phase in zip(members, phases, strict=True)
+        phase
+        for p, phase in zip(members, phases, strict=True)
         if (p.get("spec") or {}).get("nodeName") or phase != "Pending"
     ]
     running = phases.count("Running")
@@ -176,8 +184,14 @@ def podgroup_status(
         finished = all(ph in ("Succeeded", "Failed") for ph in scheduled)
         phase = "Completed" if scheduled and finished else "Running"
     else:
-        phase = "Inqueue" if current == "Inqueue" else "Pending"
-    status.update({"phase": phase, "running": running,
-                   "succeeded": phases.count("Succeeded"), "failed": phases.count("Failed")})
+        phase = "Inqueue" if admitted or current == "Inqueue" else "Pending"
+    status.update(
+        {
+            "phase": phase,
+            "running": running,
+            "succeeded": phases.count("Succeeded"),
+            "failed": phases.count("Failed"),
+        }
+    )
     status["conditions"] = list(status.get("conditions") or ())
     return status

@@ -50,10 +50,12 @@ def _add_volumes(pod: dict[str, Any], job: Json) -> None:
         seen.add(claim)
         name = volume_name(job_name, claim)
         pod["spec"].setdefault("volumes", []).append(
-            {"name": name, "persistentVolumeClaim": {"claimName": claim}})
+            {"name": name, "persistentVolumeClaim": {"claimName": claim}}
+        )
         for container in pod["spec"].get("containers") or ():
             container.setdefault("volumeMounts", []).append(
-                {"mountPath": volume.get("mountPath", ""), "name": name})
+                {"mountPath": volume.get("mountPath", ""), "name": name}
+            )
 
 
 def build_pod(
@@ -104,16 +106,18 @@ def build_pod(
     version = status.get("version", 0) if job_version is None else job_version
     retries = status.get("retryCount", 0) if retry_count is None else retry_count
     annotations = pod["metadata"]["annotations"]
-    annotations.update({
-        keys.TASK_INDEX: str(pod_index),
-        keys.TASK_SPEC: spec_key,
-        keys.GROUP_NAME: podgroup_name or f"{job_name}-{meta.get('uid', '')}",
-        keys.JOB_NAME: job_name,
-        keys.QUEUE_NAME: queue,
-        keys.JOB_VERSION: str(int(version or 0)),
-        keys.TEMPLATE_UID: f"{job_name}-{task_name}",
-        keys.JOB_RETRY_COUNT: str(int(retries or 0)),
-    })
+    annotations.update(
+        {
+            keys.TASK_INDEX: str(pod_index),
+            keys.TASK_SPEC: spec_key,
+            keys.GROUP_NAME: podgroup_name or f"{job_name}-{meta.get('uid', '')}",
+            keys.JOB_NAME: job_name,
+            keys.QUEUE_NAME: queue,
+            keys.JOB_VERSION: str(int(version or 0)),
+            keys.TEMPLATE_UID: f"{job_name}-{task_name}",
+            keys.JOB_RETRY_COUNT: str(int(retries or 0)),
+        }
+    )
     if task.get("topologyPolicy"):
         annotations[keys.NUMA_POLICY] = str(task["topologyPolicy"])
     job_annotations = meta.get("annotations") or {}
@@ -124,13 +128,15 @@ def build_pod(
         annotations[keys.JDB_MAX_UNAVAILABLE] = job_annotations[keys.JDB_MAX_UNAVAILABLE]
 
     labels = pod["metadata"]["labels"]
-    labels.update({
-        keys.TASK_INDEX: str(pod_index),
-        keys.JOB_NAME: job_name,
-        keys.TASK_SPEC: spec_key,
-        keys.JOB_NAMESPACE: str(meta.get("namespace", "")),
-        keys.QUEUE_NAME: queue,
-    })
+    labels.update(
+        {
+            keys.TASK_INDEX: str(pod_index),
+            keys.JOB_NAME: job_name,
+            keys.TASK_SPEC: spec_key,
+            keys.JOB_NAMESPACE: str(meta.get("namespace", "")),
+            keys.QUEUE_NAME: queue,
+        }
+    )
     job_labels = meta.get("labels") or {}
     labels.update({k: job_labels[k] for k in _COPIED_LABELS if k in job_labels})
     if forwarding:

@@ -115,17 +115,14 @@ class Decision:
 
 
 def _match(policy: Policy, event: str, exit_code: int | None) -> bool:
-    if policy.events and event:
-        if event in policy.events or Event.ANY in policy.events:
-            # A PodPending policy without a timeout would fire on every pod creation.
-            if event != Event.POD_PENDING or policy.timeout is not None:
-                return True
+    named = bool(policy.events and event) and (event in policy.events or Event.ANY in policy.events)
+    # A PodPending policy without a timeout would fire on every pod creation.
+    if named and (event != Event.POD_PENDING or policy.timeout is not None):
+        return True
     return policy.exit_code is not None and policy.exit_code == (exit_code or 0)
 
 
-def _first_match(
-    policies: Iterable[Policy], event: str, exit_code: int | None
-) -> Decision | None:
+def _first_match(policies: Iterable[Policy], event: str, exit_code: int | None) -> Decision | None:
     for policy in policies:
         if _match(policy, event, exit_code):
             return Decision(policy.action, policy.timeout or timedelta(0))
@@ -166,5 +163,5 @@ _SCOPES: dict[str, str] = {
 
 
 def action_scope(action: str) -> str:
-    """Which delayed actions an executed action supersedes: job (the default), task, pod or partition."""
+    """Which delayed actions an executed action supersedes: job (default), task, pod, partition."""
     return _SCOPES.get(action, "job")

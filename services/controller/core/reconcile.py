@@ -11,8 +11,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from shared.volcano.enums import JobPhase
-
 from services.controller.core.effects import (
     CreatePods,
     DeletePluginResources,
@@ -33,6 +31,7 @@ from services.controller.core.jobstate import (
     PodView,
     pod_name,
 )
+from shared.volcano.enums import JobPhase
 
 # A status rule sees the freshly counted status and returns it with a new phase (and perhaps a
 # new retry count), or None when the phase stays: Volcano's UpdateStatusFn.
@@ -84,15 +83,18 @@ class _Counter:
         )
 
 
-def append_condition(conditions: Iterable[JobCondition], c: JobCondition) -> tuple[JobCondition, ...]:
+def append_condition(
+    conditions: Iterable[JobCondition], c: JobCondition
+) -> tuple[JobCondition, ...]:
     """One condition per phase: re-entering a phase moves its condition to the end."""
     return (*(old for old in conditions if old.status != c.status), c)
 
 
 def _stamp(status: JobStatus, now: datetime) -> JobStatus:
     stamped = replace(status, last_transition_time=now)
-    return replace(stamped, conditions=append_condition(stamped.conditions,
-                                                        JobCondition(status.phase, now)))
+    return replace(
+        stamped, conditions=append_condition(stamped.conditions, JobCondition(status.phase, now))
+    )
 
 
 def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
@@ -130,8 +132,9 @@ def _initiate(state: JobState, now: datetime) -> tuple[JobStatus, list[Effect]]:
     controlled = dict(status.controlled_resources)
     if status.phase in ("", JobPhase.PENDING):
         if status.phase == "":
-            status = _stamp(replace(status, phase=JobPhase.PENDING,
-                                    min_available=state.min_available), now)
+            status = _stamp(
+                replace(status, phase=JobPhase.PENDING, min_available=state.min_available), now
+            )
         new_plugins = tuple(p for p in state.plugins if controlled.get(f"plugin-{p}") != p)
         if new_plugins:
             effects.append(EnsurePluginResources(new_plugins))
@@ -245,8 +248,9 @@ def _finish_kill(
     return Outcome(status, tuple(effects))
 
 
-def kill_job(state: JobState, keep_finished: bool, rule: StatusRule | None, reason: str,
-             now: datetime) -> Outcome:
+def kill_job(
+    state: JobState, keep_finished: bool, rule: StatusRule | None, reason: str, now: datetime
+) -> Outcome:
     """KillJob: bump the version, delete every pod not kept (finished pods are kept with
     `keep_finished`, and always on the last retry), delete the PodGroup."""
     if state.deleting:
@@ -268,8 +272,9 @@ def kill_job(state: JobState, keep_finished: bool, rule: StatusRule | None, reas
     return _finish_kill(state, counter.into(base), doomed, reason, rule, now, full=True)
 
 
-def kill_target(state: JobState, target: Target, rule: StatusRule | None, reason: str,
-                now: datetime) -> Outcome:
+def kill_target(
+    state: JobState, target: Target, rule: StatusRule | None, reason: str, now: datetime
+) -> Outcome:
     """KillTarget: delete only the task's, the pod's or the partition's pods; keep the PodGroup
     and the version, so the scheduler does not start the gang over."""
     if state.deleting:

@@ -17,5 +17,8 @@ NAME = "env"
 def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
     index = pod_index(pod)
     for container in all_containers(pod):
-        add_env(container, {"name": "VK_TASK_INDEX", "value": index},
-                {"name": "VC_TASK_INDEX", "value": index})
+        add_env(
+            container,
+            {"name": "VK_TASK_INDEX", "value": index},
+            {"name": "VC_TASK_INDEX", "value": index},
+        )

@@ -67,18 +67,31 @@ def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
         if flags["wait-master-enabled"]:
             inits = pod["spec"].setdefault("initContainers", [])
             if not any(c.get("name") == "wait-for-master" for c in inits):
-                inits.append({
-                    "name": "wait-for-master",
-                    "image": str(flags["wait-master-image"]),
-                    "command": ["sh", "-c", wait_for_master_script(
-                        address, port, int(flags["wait-master-timeout"]))],
-                })
-    world_size = sum(int(t.get("replicas") or 0) for t in tasks(job)
-                     if t.get("name") in (master_name, worker_name))
+                inits.append(
+                    {
+                        "name": "wait-for-master",
+                        "image": str(flags["wait-master-image"]),
+                        "command": [
+                            "sh",
+                            "-c",
+                            wait_for_master_script(
+                                address, port, int(flags["wait-master-timeout"])
+                            ),
+                        ],
+                    }
+                )
+    world_size = sum(
+        int(t.get("replicas") or 0)
+        for t in tasks(job)
+        if t.get("name") in (master_name, worker_name)
+    )
     for container in all_containers(pod, init=False):
         add_port(container, "pytorchjob-port", port)
-        add_env(container, {"name": "MASTER_ADDR", "value": address},
-                {"name": "MASTER_PORT", "value": str(port)},
-                {"name": "WORLD_SIZE", "value": str(world_size)})
+        add_env(
+            container,
+            {"name": "MASTER_ADDR", "value": address},
+            {"name": "MASTER_PORT", "value": str(port)},
+            {"name": "WORLD_SIZE", "value": str(world_size)},
+        )
         if rank is not None:
             add_env(container, {"name": "RANK", "value": str(rank)})

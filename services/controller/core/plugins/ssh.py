@@ -79,14 +79,18 @@ def objects(job: Json, args: Sequence[str], keys: KeyPair) -> list[dict[str, Any
         "authorized_keys": keys.public_openssh,
         "config": ssh_config(job, _port(flags)),
     }
-    return [{
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": secret_name(job),
-                     "namespace": (job.get("metadata") or {}).get("namespace", ""),
-                     "ownerReferences": [job_ref(job)]},
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
-    }]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": secret_name(job),
+                "namespace": (job.get("metadata") or {}).get("namespace", ""),
+                "ownerReferences": [job_ref(job)],
+            },
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
+        }
+    ]
 
 
 def secret_conflict(existing: Json | None, job: Json) -> str | None:
@@ -97,23 +101,28 @@ def secret_conflict(existing: Json | None, job: Json) -> str | None:
     uid = str((job.get("metadata") or {}).get("uid", ""))
     if owned_by(existing, uid):
         return None
-    return (f"secret {secret_name(job)} already exists and is not owned by job "
-            f"{job_name(job)}; the ssh plugin will not overwrite or delete it")
+    return (
+        f"secret {secret_name(job)} already exists and is not owned by job "
+        f"{job_name(job)}; the ssh plugin will not overwrite or delete it"
+    )
 
 
 def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
     flags = parse_flags(args, _FLAGS)
     path = str(flags["ssh-key-file-path"])
     name = secret_name(job)
-    pod.setdefault("spec", {}).setdefault("volumes", []).append({
-        "name": name,
-        "secret": {
-            "secretName": name,
-            "items": [{"key": k, "path": f"{RELATIVE_PATH}/{k}"} for k in KEY_FILES],
-            # 0600 for root's own ~/.ssh, 0644 elsewhere so that a non-root user can read it.
-            "defaultMode": 0o600 if path == DEFAULT_KEY_PATH else 0o644,
-        },
-    })
+    pod.setdefault("spec", {}).setdefault("volumes", []).append(
+        {
+            "name": name,
+            "secret": {
+                "secretName": name,
+                "items": [{"key": k, "path": f"{RELATIVE_PATH}/{k}"} for k in KEY_FILES],
+                # 0600 for root's own ~/.ssh, 0644 elsewhere so that a non-root user can read it.
+                "defaultMode": 0o600 if path == DEFAULT_KEY_PATH else 0o644,
+            },
+        }
+    )
     for container in all_containers(pod):
         container.setdefault("volumeMounts", []).append(
-            {"mountPath": path, "subPath": RELATIVE_PATH, "name": name})
+            {"mountPath": path, "subPath": RELATIVE_PATH, "name": name}
+        )

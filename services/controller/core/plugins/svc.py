@@ -54,35 +54,53 @@ def hosts_data(job: Json) -> dict[str, str]:
 
 def _job_selector(job: Json) -> dict[str, str]:
     meta = job.get("metadata") or {}
-    return {keys.JOB_NAME: str(meta.get("name", "")),
-            keys.JOB_NAMESPACE: str(meta.get("namespace", ""))}
+    return {
+        keys.JOB_NAME: str(meta.get("name", "")),
+        keys.JOB_NAMESPACE: str(meta.get("namespace", "")),
+    }
 
 
 def _meta(job: Json, name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": (job.get("metadata") or {}).get("namespace", ""),
-            "ownerReferences": [job_ref(job)]}
+    return {
+        "name": name,
+        "namespace": (job.get("metadata") or {}).get("namespace", ""),
+        "ownerReferences": [job_ref(job)],
+    }
 
 
 def objects(job: Json, args: Sequence[str]) -> list[dict[str, Any]]:
     flags = parse_flags(args, _FLAGS)
     found: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, configmap_name(job)),
-         "data": hosts_data(job)},
-        {"apiVersion": "v1", "kind": "Service", "metadata": _meta(job, job_name(job)),
-         "spec": {"clusterIP": "None", "selector": _job_selector(job),
-                  "publishNotReadyAddresses": bool(flags["publish-not-ready-addresses"])}},
-    ]
-    if not flags["disable-network-policy"]:
-        found.append({
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(job, configmap_name(job)),
+            "data": hosts_data(job),
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
             "metadata": _meta(job, job_name(job)),
             "spec": {
-                "podSelector": {"matchLabels": _job_selector(job)},
-                "ingress": [{"from": [{"podSelector": {"matchLabels": _job_selector(job)}}]}],
-                "policyTypes": ["Ingress"],
+                "clusterIP": "None",
+                "selector": _job_selector(job),
+                "publishNotReadyAddresses": bool(flags["publish-not-ready-addresses"]),
             },
-        })
+        },
+    ]
+    if not flags["disable-network-policy"]:
+        found.append(
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": _meta(job, job_name(job)),
+                "spec": {
+                    "podSelector": {"matchLabels": _job_selector(job)},
+                    "ingress": [{"from": [{"podSelector": {"matchLabels": _job_selector(job)}}]}],
+                    "policyTypes": ["Ingress"],
+                },
+            }
+        )
     return found
 
 
@@ -96,14 +114,19 @@ def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
         names = [
             name
             for task in tasks(job)
-            for name in (f"VC_{_env_key(str(task.get('name', ''))).upper()}_HOSTS",
-                         f"VC_{_env_key(str(task.get('name', ''))).upper()}_NUM")
+            for name in (
+                f"VC_{_env_key(str(task.get('name', ''))).upper()}_HOSTS",
+                f"VC_{_env_key(str(task.get('name', ''))).upper()}_NUM",
+            )
         ]
         for container in all_containers(pod):
-            add_env(container, *(
-                {"name": n, "valueFrom": {"configMapKeyRef": {"name": cm, "key": n}}}
-                for n in names
-            ))
+            add_env(
+                container,
+                *(
+                    {"name": n, "valueFrom": {"configMapKeyRef": {"name": cm, "key": n}}}
+                    for n in names
+                ),
+            )
     spec.setdefault("volumes", []).append({"name": cm, "configMap": {"name": cm}})
     for container in all_containers(pod):
         container.setdefault("volumeMounts", []).append({"mountPath": MOUNT_PATH, "name": cm})

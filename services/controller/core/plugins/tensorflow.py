@@ -41,14 +41,18 @@ def tf_config(job: Json, pod: Json, args: Sequence[str]) -> dict[str, Any]:
         role = role_of.get(str(task.get("name", "")))
         if role is None:
             continue
-        hosts = [f"{domain_name(job, task, i)}:{int(flags['port'])}"
-                 for i in range(int(task.get("replicas") or 0))]
+        hosts = [
+            f"{domain_name(job, task, i)}:{int(flags['port'])}"
+            for i in range(int(task.get("replicas") or 0))
+        ]
         if hosts:  # Go's omitempty drops empty role lists
             cluster[role] = hosts
     ordered = {role: cluster[role] for role in _ROLES if role in cluster}
     task_name = pod_task(pod)
-    return {"cluster": ordered,
-            "task": {"type": role_of.get(task_name, task_name), "index": int(pod_index(pod))}}
+    return {
+        "cluster": ordered,
+        "task": {"type": role_of.get(task_name, task_name), "index": int(pod_index(pod))},
+    }
 
 
 def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
