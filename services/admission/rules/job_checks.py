@@ -150,4 +150,4 @@ def int_value(value: Any) -> int:
     """An integer field's value; absent (or not a number, which the schema refuses) is 0."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    return int_value(value)
+    return int(value)

@@ -39,39 +39,41 @@ def validate_podgroup_create(
     podgroup: Mapping[str, Any], ctx: AdmissionContext
 ) -> list[FieldError]:
     spec = podgroup.get("spec") or {}
-    errors: list[FieldError] = []
-    queue = spec.get("queue")
-    if queue:
-        view = ctx.queues.get(queue)
-        if view is None:
-            message = f'unable to find queue: queue.scheduling.volcano.sh "{queue}" not found'
-            errors.append(FieldError("spec.queue", message, "FieldValueNotSupported"))
-        elif view.state != "Open":
-            message = (
-                "can only submit PodGroup to queue with state `Open`, "
-                f"queue `{queue}` status is `{view.state}`."
-            )
-            errors.append(FieldError("spec.queue", message))
+    return _queue_errors(spec.get("queue"), ctx) + _topology_errors(spec)
+
+
+def _queue_errors(queue: Any, ctx: AdmissionContext) -> list[FieldError]:
+    if not queue:
+        return []
+    view = ctx.queues.get(str(queue))
+    if view is None:
+        message = f'unable to find queue: queue.scheduling.volcano.sh "{queue}" not found'
+        return [FieldError("spec.queue", message, "FieldValueNotSupported")]
+    if view.state != "Open":
+        message = (
+            "can only submit PodGroup to queue with state `Open`, "
+            f"queue `{queue}` status is `{view.state}`."
+        )
+        return [FieldError("spec.queue", message)]
+    return []
+
+
+def _topology_errors(spec: Mapping[str, Any]) -> list[FieldError]:
+    found: list[FieldError] = []
     if _conflicting(spec.get("networkTopology")):
-        errors.append(FieldError("spec.networkTopology", TOPOLOGY_CONFLICT, "FieldValueForbidden"))
+        found.append(FieldError("spec.networkTopology", TOPOLOGY_CONFLICT, "FieldValueForbidden"))
     for index, policy in enumerate(spec.get("subGroupPolicy") or []):
         if isinstance(policy, dict) and _conflicting(policy.get("networkTopology")):
             message = f"in subGroupPolicy '{policy.get('name', '')}': {TOPOLOGY_CONFLICT}"
             field = f"spec.subGroupPolicy[{index}].networkTopology"
-            errors.append(FieldError(field, message, "FieldValueForbidden"))
+            found.append(FieldError(field, message, "FieldValueForbidden"))
             break  # Volcano reports the first such policy only
-    if errors and len(errors) > 1 and errors[0].field == "spec.queue":
-        # Volcano joins its two groups with "; " and the topology ones with " ".
-        topology = " ".join(error.message for error in errors[1:])
-        errors = [errors[0], *(FieldError(e.field, e.message, e.reason, "") for e in errors[1:])]
-        errors[1] = FieldError(errors[1].field, errors[1].message, errors[1].reason, topology)
-    elif len(errors) > 1:
-        joined = " ".join(error.message for error in errors)
-        errors = [
-            FieldError(e.field, e.message, e.reason, joined if i == 0 else "")
-            for i, e in enumerate(errors)
-        ]
-    return errors
+    # Volcano words the topology problems as one sentence group, separated by spaces.
+    group = " ".join(error.message for error in found)
+    return [
+        FieldError(error.field, error.message, error.reason, group if index == 0 else "")
+        for index, error in enumerate(found)
+    ]
 
 
 def _conflicting(topology: Any) -> bool:

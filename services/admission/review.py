@@ -1,0 +1,163 @@
+"""AdmissionReview in, AdmissionReview out: the pure core of the admission webhooks.
+
+The HTTPS shell decodes the request body, loads an `AdmissionContext`, and calls `mutate` (for
+the mutating webhook paths) or `validate` (for the validating ones), then writes the returned
+dict as JSON. Dispatch is by the request's kind and operation; kinds that are not ours are
+allowed untouched, so an admission rule can never block unrelated objects. Mutations are
+returned as a base64 JSONPatch; denials as a Kubernetes Status whose message is Volcano's exact
+text and whose causes name each field.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import orjson
+
+from .rules.context import AdmissionContext
+from .rules.errors import FieldError, MessageStyle, compose
+from .rules.jobs import (
+    CREATE_STYLE,
+    UPDATE_STYLE,
+    default_job,
+    validate_job_create,
+    validate_job_update,
+)
+from .rules.patch import diff
+from .rules.podgroups import STYLE as PODGROUP_STYLE
+from .rules.podgroups import default_podgroup, validate_podgroup_create
+from .rules.queues import STYLE as QUEUE_STYLE
+from .rules.queues import (
+    default_queue,
+    validate_queue_create,
+    validate_queue_delete,
+    validate_queue_update,
+)
+
+Webhook = Literal["mutate", "validate"]
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+# Volcano sends denials without a code; the API server then answers 403, so clients of
+# Volcano see 403 and so do ours.
+DENIED_CODE = 403
+TOO_LARGE_CODE = 413
+BAD_REQUEST_CODE = 400
+OUR_KINDS = {
+    ("batch.volcano.sh", "Job"): "jobs",
+    ("scheduling.volcano.sh", "Queue"): "queues",
+    ("scheduling.volcano.sh", "PodGroup"): "podgroups",
+}
+
+
+def mutate(admission_review: Mapping[str, Any], ctx: AdmissionContext) -> dict[str, Any]:
+    return review(admission_review, ctx, "mutate")
+
+
+def validate(admission_review: Mapping[str, Any], ctx: AdmissionContext) -> dict[str, Any]:
+    return review(admission_review, ctx, "validate")
+
+
+def review(
+    admission_review: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
+) -> dict[str, Any]:
+    """The AdmissionReview (v1) answering `admission_review["request"]`."""
+    request = admission_review.get("request")
+    if not isinstance(request, Mapping):
+        response = _denied("AdmissionReview has no request", "BadRequest", BAD_REQUEST_CODE, [], {})
+    else:
+        response = _respond(request, ctx, webhook)
+        response["uid"] = str(request.get("uid", ""))
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook) -> dict[str, Any]:
+    kind = request.get("kind") or {}
+    resource = OUR_KINDS.get((kind.get("group", ""), kind.get("kind", "")))
+    operation = str(request.get("operation", ""))
+    if resource is None or request.get("subResource"):
+        return _allowed()  # not ours, or a status write: never in the way
+    details = {
+        "name": str(request.get("name") or ""),
+        "group": kind.get("group", ""),
+        "kind": kind.get("kind", ""),
+    }
+    new, old = request.get("object"), request.get("oldObject")
+    if operation in ("CREATE", "UPDATE"):
+        if not isinstance(new, dict):
+            return _denied("the request carries no object", "BadRequest", 400, [], details)
+        size = len(orjson.dumps(new))
+        if size > ctx.max_object_bytes:
+            message = (
+                f"{details['kind']} is too large: {size} bytes, "
+                f"the limit is {ctx.max_object_bytes} bytes"
+            )
+            return _denied(message, "RequestEntityTooLarge", TOO_LARGE_CODE, [], details)
+    if webhook == "mutate":
+        return _mutation(resource, operation, new, ctx)
+    return _validation(resource, operation, new, old, request, ctx, details)
+
+
+def _mutation(resource: str, operation: str, obj: Any, ctx: AdmissionContext) -> dict[str, Any]:
+    if operation != "CREATE":
+        return _allowed()  # Volcano mutates on CREATE only
+    defaulters: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        "jobs": lambda job: default_job(job, scheduler_name=ctx.scheduler_name),
+        "queues": default_queue,
+        "podgroups": lambda podgroup: default_podgroup(podgroup, ctx),
+    }
+    operations = diff(obj, defaulters[resource](obj))
+    if not operations:
+        return _allowed()
+    response = _allowed()
+    response["patchType"] = "JSONPatch"
+    response["patch"] = base64.b64encode(orjson.dumps(operations)).decode("ascii")
+    return response
+
+
+def _validation(
+    resource: str,
+    operation: str,
+    new: Any,
+    old: Any,
+    request: Mapping[str, Any],
+    ctx: AdmissionContext,
+    details: dict[str, Any],
+) -> dict[str, Any]:
+    errors: list[FieldError] = []
+    style: MessageStyle = "concat"
+    reason = "Invalid"
+    if resource == "jobs" and operation == "CREATE":
+        errors, style = validate_job_create(new, ctx), CREATE_STYLE
+    elif resource == "jobs" and operation == "UPDATE" and isinstance(old, dict):
+        errors, style = validate_job_update(old, new, ctx), UPDATE_STYLE
+    elif resource == "queues" and operation == "CREATE":
+        errors, style = validate_queue_create(new, ctx), QUEUE_STYLE
+    elif resource == "queues" and operation == "UPDATE" and isinstance(old, dict):
+        errors, style = validate_queue_update(old, new, ctx), QUEUE_STYLE
+    elif resource == "queues" and operation == "DELETE":
+        name = str(request.get("name") or ((old or {}).get("metadata") or {}).get("name") or "")
+        errors, style, reason = validate_queue_delete(name, ctx), QUEUE_STYLE, "Forbidden"
+    elif resource == "podgroups" and operation == "CREATE":
+        errors, style = validate_podgroup_create(new, ctx), PODGROUP_STYLE
+    if not errors:
+        return _allowed()
+    return _denied(compose(errors, style), reason, DENIED_CODE, errors, details)
+
+
+def _allowed() -> dict[str, Any]:
+    return {"allowed": True}
+
+
+def _denied(
+    message: str, reason: str, code: int, errors: list[FieldError], details: Mapping[str, Any]
+) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if errors or details:
+        status["details"] = {**details, "causes": [error.to_cause() for error in errors]}
+    return {"allowed": False, "status": status}
