@@ -34,7 +34,7 @@ from services.simulator.webhook_rules import (
 _EXEMPT = frozenset({MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS})
 
 
-class _CallFailed(Exception):
+class WebhookCallError(Exception):
     pass
 
 
@@ -55,7 +55,9 @@ class Admission:
         configurations = list(self._store.iterate(kind))
         if not configurations:
             return []
-        namespace = self._store.find(NAMESPACES, "", request.namespace) if request.namespace else None
+        namespace = (
+            self._store.find(NAMESPACES, "", request.namespace) if request.namespace else None
+        )
         labels = (namespace or {}).get("metadata", {}).get("labels") if namespace else None
         return matching_webhooks(configurations, request, labels, mutating=mutating)
 
@@ -64,13 +66,20 @@ class Admission:
         current = request.object
         for webhook in self._webhooks(request, mutating=True):
             attributes = AdmissionAttributes(
-                request.operation, request.kind, request.subresource, request.namespace,
-                request.name, current, request.old_object,
+                request.operation,
+                request.kind,
+                request.subresource,
+                request.namespace,
+                request.name,
+                current,
+                request.old_object,
             )
             response = await self._call(webhook, attributes)
             if response is not None and response.get("patch") and current is not None:
                 if response.get("patchType", "JSONPatch") != "JSONPatch":
-                    raise errors.internal(f'failed calling webhook "{webhook.name}": unsupported patch type')
+                    raise errors.internal(
+                        f'failed calling webhook "{webhook.name}": unsupported patch type'
+                    )
                 operations = orjson.loads(base64.b64decode(response["patch"]))
                 current = json_patch(current, operations)
         return current
@@ -84,7 +93,7 @@ class Admission:
         review_uid = str(uuid.uuid4())
         try:
             response = await self._post(webhook, review_request(review_uid, request))
-        except _CallFailed as failure:
+        except WebhookCallError as failure:
             if webhook.failure_policy == "Ignore":
                 return None
             raise errors.internal(f'failed calling webhook "{webhook.name}": {failure}') from None
@@ -114,23 +123,22 @@ class Admission:
                 extensions=extensions,
             )
         except httpx.TimeoutException:
-            raise _CallFailed(
+            raise WebhookCallError(
                 f'failed to call webhook: Post "{url}": context deadline exceeded'
             ) from None
         except (httpx.HTTPError, ssl.SSLError, OSError) as error:
-            raise _CallFailed(f'failed to call webhook: Post "{url}": {error}') from None
+            raise WebhookCallError(f'failed to call webhook: Post "{url}": {error}') from None
         if answer.status_code != 200:
-            raise _CallFailed(f"received invalid webhook response code {answer.status_code}")
+            raise WebhookCallError(f"received invalid webhook response code {answer.status_code}")
         try:
             body = orjson.loads(answer.content)
             response = body["response"]
             if response.get("uid") != review["request"]["uid"]:
-                raise _CallFailed(
-                    f"expected response.uid={review['request']['uid']!r}, got {response.get('uid')!r}"
-                )
+                expected, got = review["request"]["uid"], response.get("uid")
+                raise WebhookCallError(f"expected response.uid={expected!r}, got {got!r}")
             return dict(response)
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-            raise _CallFailed("received invalid webhook response") from None
+            raise WebhookCallError("received invalid webhook response") from None
 
     def _client(self, ca_bundle: str) -> httpx.AsyncClient:
         client = self._clients.get(ca_bundle)

@@ -54,8 +54,9 @@ def node_accepts(node: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
 
 
 class DefaultScheduler:
-    def __init__(self, store: Store, kubelets: Kubelets, timers: Timers,
-                 clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: Store, kubelets: Kubelets, timers: Timers, clock: Callable[[], datetime]
+    ) -> None:
         self._store, self._kubelets, self._timers, self._clock = store, kubelets, timers, clock
         self._waiting: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid
         self._pass_planned = False
@@ -69,8 +70,11 @@ class DefaultScheduler:
             self._waiting.pop(key, None)
             self._plan_pass()
             return
-        if (event.type == "ADDED" and pod["spec"].get("schedulerName") == DEFAULT_SCHEDULER
-                and not pod["spec"].get("nodeName")):
+        if (
+            event.type == "ADDED"
+            and pod["spec"].get("schedulerName") == DEFAULT_SCHEDULER
+            and not pod["spec"].get("nodeName")
+        ):
             self._waiting[key] = pod["metadata"]["uid"]
             self._plan_pass()
 
@@ -97,12 +101,16 @@ class DefaultScheduler:
         for node in nodes:
             name = node["metadata"]["name"]
             allocatable = Resources.parse(node["status"].get("allocatable"))
-            if node_accepts(node, pod) and requests.fits_in(allocatable - self._kubelets.used(name)):
+            if node_accepts(node, pod) and requests.fits_in(
+                allocatable - self._kubelets.used(name)
+            ):
                 self._waiting.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
                 self._store.update(PODS, pod_status.bound(pod, name, now))
                 return
         message = f"0/{len(nodes)} nodes are available: no node fits the pod."
-        scheduled = next((c for c in pod["status"].get("conditions") or []
-                          if c.get("type") == "PodScheduled"), None)
+        scheduled = next(
+            (c for c in pod["status"].get("conditions") or [] if c.get("type") == "PodScheduled"),
+            None,
+        )
         if scheduled is None or scheduled.get("message") != message:
             self._store.update(PODS, pod_status.unschedulable(pod, message, now))

@@ -94,7 +94,9 @@ def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
     )
 
 
-STALE_OBJECT = "the object has been modified; please apply your changes to the latest version and try again"
+STALE_OBJECT = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 
 def invalid(kind: str, group: str, name: str, causes: list[FieldCause]) -> ApiError:
@@ -102,8 +104,10 @@ def invalid(kind: str, group: str, name: str, causes: list[FieldCause]) -> ApiEr
     summary = ", ".join(f"{c.field}: {c.message}" for c in causes)
     if len(causes) > 1:
         summary = f"[{summary}]"
-    message = f'{kind}.{group} "{name}" is invalid: {summary}' if group else (
-        f'{kind} "{name}" is invalid: {summary}'
+    message = (
+        f'{kind}.{group} "{name}" is invalid: {summary}'
+        if group
+        else (f'{kind} "{name}" is invalid: {summary}')
     )
     return ApiError(422, "Invalid", message, name, kind, group, causes)
 

@@ -65,8 +65,17 @@ KINDS: tuple[Kind, ...] = (
         False,
     ),
     Kind("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, ("vcjob", "vj"), has_status=True),
-    Kind("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, ("pg", "podgroup-v1beta1")),
-    Kind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), True),
+    Kind(
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "podgroups",
+        "PodGroup",
+        True,
+        ("pg", "podgroup-v1beta1"),
+    ),
+    Kind(
+        "scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), True
+    ),
     Kind("bus.volcano.sh", "v1alpha1", "commands", "Command", True),
 )
 
@@ -89,8 +98,13 @@ VALIDATING_WEBHOOKS = BY_PATH[
 _SUBRESOURCES: dict[str, list[dict[str, Any]]] = {
     "pods": [
         {"name": "pods/binding", "kind": "Binding", "verbs": ["create"]},
-        {"name": "pods/eviction", "kind": "Eviction", "verbs": ["create"],
-         "group": "policy", "version": "v1"},
+        {
+            "name": "pods/eviction",
+            "kind": "Eviction",
+            "verbs": ["create"],
+            "group": "policy",
+            "version": "v1",
+        },
     ],
 }
 
@@ -175,8 +189,10 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
                     "verbs": ["get", "patch", "update"],
                 }
             )
-        for sub in _SUBRESOURCES.get(kind.plural, []):
-            resources.append({"singularName": "", "namespaced": kind.namespaced, **sub})
+        resources.extend(
+            {"singularName": "", "namespaced": kind.namespaced, **sub}
+            for sub in _SUBRESOURCES.get(kind.plural, [])
+        )
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",

@@ -53,13 +53,15 @@ class _Admitted:
 
 def requests_of(pod: dict[str, Any]) -> Resources:
     spec = pod.get("spec") or {}
-    return pod_requests(spec.get("containers") or [], spec.get("initContainers") or [],
-                        spec.get("overhead"))
+    return pod_requests(
+        spec.get("containers") or [], spec.get("initContainers") or [], spec.get("overhead")
+    )
 
 
 class Kubelets:
-    def __init__(self, store: Store, timers: Timers, clock: Callable[[], datetime],
-                 start_delay: float = 0.05) -> None:
+    def __init__(
+        self, store: Store, timers: Timers, clock: Callable[[], datetime], start_delay: float = 0.05
+    ) -> None:
         self._store, self._timers, self._clock = store, timers, clock
         self._start_delay = start_delay
         self._admitted: dict[str, _Admitted] = {}  # by pod uid
@@ -99,9 +101,15 @@ class Kubelets:
         admitted = self._admitted.get(uid)
         if admitted is None and pod["status"].get("phase") == "Pending":
             self._admit(pod, node)
-        elif admitted is not None and pod["status"].get("phase") == "Running" and event.old and (
-            (event.old["metadata"].get("annotations") or {}) != (metadata.get("annotations") or {})
-            or event.old["status"].get("phase") != "Running"
+        elif (
+            admitted is not None
+            and pod["status"].get("phase") == "Running"
+            and event.old
+            and (
+                (event.old["metadata"].get("annotations") or {})
+                != (metadata.get("annotations") or {})
+                or event.old["status"].get("phase") != "Running"
+            )
         ):
             self._plan_end(pod, admitted)
 
@@ -153,12 +161,15 @@ class Kubelets:
         seconds, exit_code = plan
         if admitted.timer is not None:
             admitted.timer.cancel()
-        started = datetime.strptime(pod["status"].get("startTime", self._now()), "%Y-%m-%dT%H:%M:%SZ")
+        started = datetime.strptime(
+            pod["status"].get("startTime", self._now()), "%Y-%m-%dT%H:%M:%SZ"
+        )
         elapsed = (self._clock().replace(tzinfo=None) - started).total_seconds()
         metadata = pod["metadata"]
         namespace, name, uid = metadata["namespace"], metadata["name"], metadata["uid"]
         admitted.timer = self._timers.call_later(
-            max(0.0, seconds - max(0.0, elapsed)), lambda: self._end(namespace, name, uid, exit_code)
+            max(0.0, seconds - max(0.0, elapsed)),
+            lambda: self._end(namespace, name, uid, exit_code),
         )
 
     def _end(self, namespace: str, name: str, uid: str, exit_code: int) -> None:
@@ -170,7 +181,9 @@ class Kubelets:
         """End a bound pod now (Succeeded with 0, else Failed); 409 if it is not bound or over."""
         pod = self._store.get(PODS, namespace, name)
         if not pod["spec"].get("nodeName") or pod_status.is_terminal(pod):
-            raise errors.conflict("pods", "", name, "the pod is not bound to a node or has already ended")
+            raise errors.conflict(
+                "pods", "", name, "the pod is not bound to a node or has already ended"
+            )
         return self._store.update(PODS, pod_status.terminated(pod, exit_code, self._now()))
 
     # -- nodes -----------------------------------------------------------------------------
@@ -215,14 +228,21 @@ class Kubelets:
         conditions = pod_status.with_condition(
             node["status"].get("conditions") or [], ready_condition(ready, now)
         )
-        taints = [t for t in node["spec"].get("taints") or []
-                  if t.get("key") != NOT_READY_TAINTS[0]["key"]]
+        taints = [
+            t
+            for t in node["spec"].get("taints") or []
+            if t.get("key") != NOT_READY_TAINTS[0]["key"]
+        ]
         if not ready:
             taints.extend(dict(t) for t in NOT_READY_TAINTS)
-        updated = self._store.update(NODES, {
-            **node, "spec": {**node["spec"], "taints": taints},
-            "status": {**node["status"], "conditions": conditions},
-        })
+        updated = self._store.update(
+            NODES,
+            {
+                **node,
+                "spec": {**node["spec"], "taints": taints},
+                "status": {**node["status"], "conditions": conditions},
+            },
+        )
         for namespace, pod_name in self.pods_on(name):
             pod = self._store.find(PODS, namespace, pod_name)
             if pod is not None and pod["status"].get("phase") == "Running":

@@ -88,7 +88,9 @@ def parse_node_entry(entry: Mapping[str, Any]) -> list[NodeSpec]:
         return [NodeSpec(name=str(entry["name"]), **common)]
     if "namePrefix" not in entry or "count" not in entry:
         raise NodeFileError(f"a node needs a name, or namePrefix and count: {dict(entry)!r}")
-    return [NodeSpec(name=f"{entry['namePrefix']}{i}", **common) for i in range(int(entry["count"]))]
+    return [
+        NodeSpec(name=f"{entry['namePrefix']}{i}", **common) for i in range(int(entry["count"]))
+    ]
 
 
 def parse_node_entries(entries: Any) -> list[NodeSpec]:
@@ -97,7 +99,9 @@ def parse_node_entries(entries: Any) -> list[NodeSpec]:
         raise NodeFileError("the nodes file must hold a YAML list of nodes")
     specs = [spec for entry in entries for spec in parse_node_entry(entry)]
     names = [spec.name for spec in specs]
-    duplicates = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
+    duplicates = (
+        sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
+    )
     if duplicates:
         raise NodeFileError(f"duplicate node names: {duplicates}")
     return specs
@@ -120,8 +124,14 @@ def ready_condition(ready: bool, now: str) -> dict[str, Any]:
 
 def node_status(name: str, capacity: Mapping[str, str], address: str, now: str) -> dict[str, Any]:
     pressure = [
-        {"type": t, "status": "False", "reason": f"KubeletHas{reason}", "message": message,
-         "lastHeartbeatTime": now, "lastTransitionTime": now}
+        {
+            "type": t,
+            "status": "False",
+            "reason": f"KubeletHas{reason}",
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
         for t, reason, message in (
             ("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
             ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
@@ -132,13 +142,22 @@ def node_status(name: str, capacity: Mapping[str, str], address: str, now: str) 
         "capacity": dict(capacity),
         "allocatable": dict(capacity),
         "conditions": [*pressure, ready_condition(True, now)],
-        "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
+        "addresses": [
+            {"type": "InternalIP", "address": address},
+            {"type": "Hostname", "address": name},
+        ],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         "nodeInfo": {
-            "machineID": name, "systemUUID": name, "bootID": name,
-            "kernelVersion": "6.1.0-simulated", "osImage": "Phalanx simulated node",
-            "containerRuntimeVersion": "simulated://1.0", "kubeletVersion": "v1.31.0",
-            "kubeProxyVersion": "v1.31.0", "operatingSystem": "linux", "architecture": "amd64",
+            "machineID": name,
+            "systemUUID": name,
+            "bootID": name,
+            "kernelVersion": "6.1.0-simulated",
+            "osImage": "Phalanx simulated node",
+            "containerRuntimeVersion": "simulated://1.0",
+            "kubeletVersion": "v1.31.0",
+            "kubeProxyVersion": "v1.31.0",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
         },
     }
 

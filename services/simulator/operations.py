@@ -64,7 +64,8 @@ class Operations:
             found = self._store.find(classes, "", name)
             if found is None:
                 raise ApiError(
-                    403, "Forbidden",
+                    403,
+                    "Forbidden",
                     f'pods "{pod["metadata"]["name"]}" is forbidden: no PriorityClass with name '
                     f"{name} was found",
                 )
@@ -84,15 +85,23 @@ class Operations:
         new, old = self._store.prepare_update(kind, namespace, name, body, status_only=status_only)
         subresource = "status" if status_only else ""
         new = self._as_object(
-            kind, await self._admission.mutate(self._attributes("UPDATE", kind, subresource, new, old)), new
+            kind,
+            await self._admission.mutate(self._attributes("UPDATE", kind, subresource, new, old)),
+            new,
         )
         self._store.validate(kind, new)
         await self._admission.validate(self._attributes("UPDATE", kind, subresource, new, old))
         return self._store.replace(kind, new, old)
 
     async def patch(
-        self, kind: Kind, namespace: str, name: str, content_type: str, patch: Any,
-        *, status_only: bool = False,
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        content_type: str,
+        patch: Any,
+        *,
+        status_only: bool = False,
     ) -> dict[str, Any]:
         old = self._store.get(kind, namespace, name)
         patched = apply_patch(content_type, old, patch)
@@ -108,12 +117,18 @@ class Operations:
         preconditions = options.get("preconditions") or {}
         wanted = preconditions.get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
-            raise errors.conflict(kind.plural, kind.group, name,
-                                  f"Precondition failed: ResourceVersion in precondition: {wanted}, "
-                                  f"ResourceVersion in object meta: {old['metadata']['resourceVersion']}")
+            raise errors.conflict(
+                kind.plural,
+                kind.group,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {wanted}, "
+                f"ResourceVersion in object meta: {old['metadata']['resourceVersion']}",
+            )
         await self._admission.validate(self._attributes("DELETE", kind, "", None, old))
         return self._store.delete(
-            kind, namespace, name,
+            kind,
+            namespace,
+            name,
             propagation=options.get("propagationPolicy") or "Background",
             uid=preconditions.get("uid"),
         )
@@ -127,22 +142,37 @@ class Operations:
         target = (binding.get("target") or {}).get("name")
         binding_name = (binding.get("metadata") or {}).get("name") or name
         if not target:
-            raise errors.invalid("Binding", "", binding_name, [errors.FieldCause(
-                "FieldValueRequired", "Required value", "target.name")])
+            raise errors.invalid(
+                "Binding",
+                "",
+                binding_name,
+                [errors.FieldCause("FieldValueRequired", "Required value", "target.name")],
+            )
         pod = self._store.get(PODS, namespace, binding_name)
         if pod["spec"].get("nodeName"):
-            raise errors.conflict("pods/binding", "", binding_name,
-                                  f'pod {binding_name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+            raise errors.conflict(
+                "pods/binding",
+                "",
+                binding_name,
+                f'pod {binding_name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+            )
         if pod["metadata"].get("deletionTimestamp"):
-            raise errors.conflict("pods/binding", "", binding_name,
-                                  f"pod {binding_name} is being deleted, cannot be assigned to a host")
-        await self._admission.validate(self._attributes("CREATE", PODS, "binding", binding, None, pod))
+            raise errors.conflict(
+                "pods/binding",
+                "",
+                binding_name,
+                f"pod {binding_name} is being deleted, cannot be assigned to a host",
+            )
+        await self._admission.validate(
+            self._attributes("CREATE", PODS, "binding", binding, None, pod)
+        )
         bound = pod_status.bound(pod, target, timestamp(self._clock()))
         annotations = (binding.get("metadata") or {}).get("annotations")
         if annotations:
-            bound["metadata"] = {**bound["metadata"],
-                                 "annotations": {**(bound["metadata"].get("annotations") or {}),
-                                                 **annotations}}
+            bound["metadata"] = {
+                **bound["metadata"],
+                "annotations": {**(bound["metadata"].get("annotations") or {}), **annotations},
+            }
         self._store.replace(PODS, bound, pod)
         return success_status(201)
 
@@ -150,7 +180,9 @@ class Operations:
         """pods/eviction: with no disruption budgets to consult, an eviction deletes the pod."""
         pod = self._store.get(PODS, namespace, name)
         body = eviction if isinstance(eviction, dict) else {}
-        await self._admission.validate(self._attributes("CREATE", PODS, "eviction", body, None, pod))
+        await self._admission.validate(
+            self._attributes("CREATE", PODS, "eviction", body, None, pod)
+        )
         self._store.delete(PODS, namespace, name)
         return success_status(201)
 
@@ -158,14 +190,23 @@ class Operations:
 
     @staticmethod
     def _attributes(
-        operation: str, kind: Kind, subresource: str, obj: Any, old: Any,
+        operation: str,
+        kind: Kind,
+        subresource: str,
+        obj: Any,
+        old: Any,
         about: dict[str, Any] | None = None,
     ) -> AdmissionAttributes:
         subject = about or obj or old or {}
         metadata = subject.get("metadata") or {}
         return AdmissionAttributes(
-            operation, kind, subresource, metadata.get("namespace", ""), metadata.get("name", ""),
-            obj, old,
+            operation,
+            kind,
+            subresource,
+            metadata.get("namespace", ""),
+            metadata.get("name", ""),
+            obj,
+            old,
         )
 
     @staticmethod
@@ -173,6 +214,8 @@ class Operations:
         if mutated is None:
             return original
         if not isinstance(mutated, dict) or not isinstance(mutated.get("metadata"), dict):
-            raise errors.internal("a mutating webhook returned a patch that does not yield an object")
+            raise errors.internal(
+                "a mutating webhook returned a patch that does not yield an object"
+            )
         mutated["apiVersion"], mutated["kind"] = kind.api_version, kind.kind
         return mutated

@@ -78,14 +78,22 @@ def strategic_merge_patch(target: Any, patch: Any, field: str = "") -> Any:
 
 def _merge_list(target: Any, patch: list[Any], field: str) -> list[Any]:
     key = _MERGE_KEYS.get(field)
-    if key is None or not isinstance(target, list) or not all(
-        isinstance(item, dict) and key in item for item in patch if item.get("$patch") is None
+    if (
+        key is None
+        or not isinstance(target, list)
+        or not all(
+            isinstance(item, dict) and key in item for item in patch if item.get("$patch") is None
+        )
     ):
         return [copy.deepcopy(item) for item in patch if not _is_directive(item)]
     merged = list(target)
     for item in patch:
         position = next(
-            (i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == item.get(key)),
+            (
+                i
+                for i, old in enumerate(merged)
+                if isinstance(old, dict) and old.get(key) == item.get(key)
+            ),
             None,
         )
         if isinstance(item, dict) and item.get("$patch") == "delete":
@@ -121,7 +129,9 @@ def _pointer(path: str) -> list[str]:
 
 
 def _unprocessable(message: str) -> ApiError:
-    return ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {message}")
+    return ApiError(
+        422, "Invalid", f"the server rejected our request due to an error in our request: {message}"
+    )
 
 
 def _parent(document: Any, parts: list[str]) -> Any:
@@ -214,7 +224,12 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
     elif media == STRATEGIC_MERGE_PATCH:
         result = strategic_merge_patch(target, patch)
     else:
-        raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}")
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}",
+        )
     if not isinstance(result, dict):
         raise _unprocessable("the patch did not produce an object")
     return result

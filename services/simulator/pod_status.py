@@ -26,24 +26,30 @@ class Rejection:
     message: str
 
 
-def admit(requests: Resources, used: Mapping[str, int], allocatable: Mapping[str, int]) -> Rejection | None:
+def admit(
+    requests: Resources, used: Mapping[str, int], allocatable: Mapping[str, int]
+) -> Rejection | None:
     """None when the pod fits what is left on the node, else the kubelet's refusal."""
     for name, amount in sorted(requests.items()):
         capacity = allocatable.get(name, 0)
         already = used.get(name, 0)
         if already + amount > capacity:
-            def shown(milli: int) -> int:
-                return milli if name == CPU else -(-milli // 1000)
+
+            def shown(milli: int, cpu: bool = name == CPU) -> int:
+                return milli if cpu else -(-milli // 1000)
 
             return Rejection(
                 f"OutOf{name}",
                 "Pod was rejected: Node didn't have enough resource: "
-                f"{name}, requested: {shown(amount)}, used: {shown(already)}, capacity: {shown(capacity)}",
+                f"{name}, requested: {shown(amount)}, used: {shown(already)}, "
+                f"capacity: {shown(capacity)}",
             )
     return None
 
 
-def with_condition(conditions: list[dict[str, Any]], condition: dict[str, Any]) -> list[dict[str, Any]]:
+def with_condition(
+    conditions: list[dict[str, Any]], condition: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The list with `condition` replacing any of the same type (kept in place)."""
     replaced = [condition if c.get("type") == condition["type"] else c for c in conditions]
     if not any(c.get("type") == condition["type"] for c in conditions):
@@ -53,8 +59,10 @@ def with_condition(conditions: list[dict[str, Any]], condition: dict[str, Any]) 
 
 def condition(type_: str, status: bool, now: str, reason: str | None = None) -> dict[str, Any]:
     found: dict[str, Any] = {
-        "type": type_, "status": "True" if status else "False",
-        "lastProbeTime": None, "lastTransitionTime": now,
+        "type": type_,
+        "status": "True" if status else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": now,
     }
     if reason:
         found["reason"] = reason
@@ -70,7 +78,9 @@ def bound(pod: dict[str, Any], node: str, now: str) -> dict[str, Any]:
     conditions = with_condition(
         (pod.get("status") or {}).get("conditions") or [], condition("PodScheduled", True, now)
     )
-    return _with_status({**pod, "spec": {**pod["spec"], "nodeName": node}}, {"conditions": conditions})
+    return _with_status(
+        {**pod, "spec": {**pod["spec"], "nodeName": node}}, {"conditions": conditions}
+    )
 
 
 def _container_id(pod: dict[str, Any], container: str) -> str:
@@ -84,17 +94,31 @@ def running(pod: dict[str, Any], host_ip: str, pod_ip: str, now: str) -> dict[st
         conditions = with_condition(conditions, condition(type_, True, now))
     statuses = [
         {
-            "name": c["name"], "image": c.get("image", ""), "imageID": f"sha256:{c.get('image', '')}",
-            "containerID": _container_id(pod, c["name"]), "ready": True, "started": True,
-            "restartCount": 0, "state": {"running": {"startedAt": now}}, "lastState": {},
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": f"sha256:{c.get('image', '')}",
+            "containerID": _container_id(pod, c["name"]),
+            "ready": True,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": now}},
+            "lastState": {},
         }
         for c in pod["spec"].get("containers") or []
     ]
-    return _with_status(pod, {
-        "phase": "Running", "conditions": conditions, "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}], "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
-        "startTime": now, "containerStatuses": statuses,
-    })
+    return _with_status(
+        pod,
+        {
+            "phase": "Running",
+            "conditions": conditions,
+            "hostIP": host_ip,
+            "hostIPs": [{"ip": host_ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": now,
+            "containerStatuses": statuses,
+        },
+    )
 
 
 def terminated(pod: dict[str, Any], exit_code: int, now: str) -> dict[str, Any]:
@@ -107,26 +131,47 @@ def terminated(pod: dict[str, Any], exit_code: int, now: str) -> dict[str, Any]:
         conditions = with_condition(conditions, condition(type_, False, now, reason))
     statuses = [
         {
-            "name": c["name"], "image": c.get("image", ""), "imageID": f"sha256:{c.get('image', '')}",
-            "containerID": _container_id(pod, c["name"]), "ready": False, "started": False,
-            "restartCount": 0, "lastState": {},
-            "state": {"terminated": {
-                "exitCode": exit_code, "reason": "Completed" if succeeded else "Error",
-                "startedAt": started, "finishedAt": now, "containerID": _container_id(pod, c["name"]),
-            }},
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": f"sha256:{c.get('image', '')}",
+            "containerID": _container_id(pod, c["name"]),
+            "ready": False,
+            "started": False,
+            "restartCount": 0,
+            "lastState": {},
+            "state": {
+                "terminated": {
+                    "exitCode": exit_code,
+                    "reason": "Completed" if succeeded else "Error",
+                    "startedAt": started,
+                    "finishedAt": now,
+                    "containerID": _container_id(pod, c["name"]),
+                }
+            },
         }
         for c in pod["spec"].get("containers") or []
     ]
-    return _with_status(pod, {
-        "phase": "Succeeded" if succeeded else "Failed", "conditions": conditions,
-        "containerStatuses": statuses, "startTime": started,
-    })
+    return _with_status(
+        pod,
+        {
+            "phase": "Succeeded" if succeeded else "Failed",
+            "conditions": conditions,
+            "containerStatuses": statuses,
+            "startTime": started,
+        },
+    )
 
 
 def rejected(pod: dict[str, Any], rejection: Rejection, now: str) -> dict[str, Any]:
-    return _with_status(pod, {
-        "phase": "Failed", "reason": rejection.reason, "message": rejection.message, "startTime": now,
-    })
+    return _with_status(
+        pod,
+        {
+            "phase": "Failed",
+            "reason": rejection.reason,
+            "message": rejection.message,
+            "startTime": now,
+        },
+    )
 
 
 def unschedulable(pod: dict[str, Any], message: str, now: str) -> dict[str, Any]:

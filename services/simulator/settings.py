@@ -19,8 +19,9 @@ class SimulatorSettings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535, description="Port to listen on; 0 picks a free one.")
     kubeconfig: Path | None = Field(None, description="Where to write a kubeconfig for clients.")
     nodes_file: Path | None = Field(
-        None, description="YAML list of nodes (the scenario format's cluster.nodes entries); "
-        "without it: node-0..node-3 with 8 CPU, 32Gi, 110 pods."
+        None,
+        description="YAML list of nodes (the scenario format's cluster.nodes entries); "
+        "without it: node-0..node-3 with 8 CPU, 32Gi, 110 pods.",
     )
     qps: float | None = Field(None, gt=0, description="Write rate limit, requests per second.")
     burst: int = Field(10, ge=1, description="Writes allowed at once above the rate limit.")
@@ -28,7 +29,8 @@ class SimulatorSettings(BaseSettings):
         0.05, ge=0, description="Seconds from a pod's binding to it Running."
     )
     default_scheduler: bool = Field(
-        True, description="Bind pods of schedulerName default-scheduler (a kube-scheduler stand-in)."
+        True,
+        description="Bind pods of schedulerName default-scheduler (a kube-scheduler stand-in).",
     )
     history_size: int = Field(
         50_000, ge=100, description="Watch events kept per resource type; older versions get 410."

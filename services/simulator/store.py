@@ -80,7 +80,7 @@ class Store:
         for bucket in list(buckets.values()):
             yield from list(bucket.values())
 
-    def list(
+    def select(
         self,
         kind: Kind,
         namespace: str | None = None,
@@ -104,11 +104,13 @@ class Store:
 
     # -- creating --------------------------------------------------------------------------
 
-    def prepare_create(self, kind: Kind, body: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+    def prepare_create(
+        self, kind: Kind, body: dict[str, Any], namespace: str = ""
+    ) -> dict[str, Any]:
         """The object as it will be stored, before admission: defaults, name, uid, timestamps."""
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
-        obj = clone(body)
+        obj: dict[str, Any] = clone(body)
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
         metadata = obj.get("metadata")
         if not isinstance(metadata, dict):
@@ -117,7 +119,8 @@ class Store:
             given = metadata.get("namespace")
             if namespace and given and given != namespace:
                 raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
                 )
             metadata["namespace"] = namespace or given or "default"
             if self.find(NAMESPACES, "", metadata["namespace"]) is None:
@@ -192,10 +195,12 @@ class Store:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
         old = self.get(kind, namespace, name)
-        metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        given = body.get("metadata")
+        metadata: dict[str, Any] = given if isinstance(given, dict) else {}
         if metadata.get("name") not in (None, name):
             raise errors.bad_request(
-                f"the name of the object ({metadata['name']}) does not match the name on the URL ({name})"
+                f"the name of the object ({metadata['name']}) does not match the name on the URL "
+                f"({name})"
             )
         wanted = metadata.get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
@@ -249,20 +254,34 @@ class Store:
     # -- deleting --------------------------------------------------------------------------
 
     def delete(
-        self, kind: Kind, namespace: str, name: str, *, propagation: str = "Background",
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        *,
+        propagation: str = "Background",
         uid: str | None = None,
     ) -> dict[str, Any]:
         obj = self.get(kind, namespace, name)
         if uid and obj["metadata"]["uid"] != uid:
-            raise errors.conflict(kind.plural, kind.group, name,
-                                  f"Precondition failed: UID in precondition: {uid}, "
-                                  f"UID in object meta: {obj['metadata']['uid']}")
+            raise errors.conflict(
+                kind.plural,
+                kind.group,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {obj['metadata']['uid']}",
+            )
         if obj["metadata"].get("finalizers"):
             if obj["metadata"].get("deletionTimestamp"):
                 return obj
-            marked = {**obj, "metadata": {**obj["metadata"],
-                                          "deletionTimestamp": timestamp(self._clock()),
-                                          "deletionGracePeriodSeconds": 0}}
+            marked = {
+                **obj,
+                "metadata": {
+                    **obj["metadata"],
+                    "deletionTimestamp": timestamp(self._clock()),
+                    "deletionGracePeriodSeconds": 0,
+                },
+            }
             return self.replace(kind, marked, obj)
         if propagation == "Orphan":
             self._orphan_dependents(obj["metadata"]["uid"])
@@ -287,7 +306,9 @@ class Store:
 
     # -- owner references and garbage collection --------------------------------------------
 
-    def _track_owners(self, kind: Kind, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _track_owners(
+        self, kind: Kind, old: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> None:
         for obj, adding in ((old, False), (new, True)):
             if obj is None:
                 continue
@@ -311,8 +332,11 @@ class Store:
             dependent = self.find(kind, namespace, name)
             if dependent is None or dependent["metadata"]["uid"] != uid:
                 continue
-            others = [r.get("uid") for r in dependent["metadata"].get("ownerReferences") or []
-                      if r.get("uid") != owner_uid]
+            others = [
+                r.get("uid")
+                for r in dependent["metadata"].get("ownerReferences") or []
+                if r.get("uid") != owner_uid
+            ]
             if any(self.exists_uid(other) for other in others if other):
                 continue
             self.delete(kind, namespace, name)
@@ -322,10 +346,15 @@ class Store:
             dependent = self.find(kind, namespace, name)
             if dependent is None or dependent["metadata"]["uid"] != uid:
                 continue
-            references = [r for r in dependent["metadata"].get("ownerReferences") or []
-                          if r.get("uid") != owner_uid]
-            orphaned = {**dependent, "metadata": {**dependent["metadata"],
-                                                  "ownerReferences": references}}
+            references = [
+                r
+                for r in dependent["metadata"].get("ownerReferences") or []
+                if r.get("uid") != owner_uid
+            ]
+            orphaned = {
+                **dependent,
+                "metadata": {**dependent["metadata"], "ownerReferences": references},
+            }
             self.replace(kind, orphaned, dependent)
 
     # -- the change feed -------------------------------------------------------------------
@@ -334,7 +363,9 @@ class Store:
         self._resource_version += 1
         return self._resource_version
 
-    def _commit(self, type_: str, kind: Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _commit(
+        self, type_: str, kind: Kind, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
         event = WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, kind, obj, old)
         self._history.append(event)
         self._undelivered.append(event)
@@ -344,7 +375,10 @@ class Store:
         try:
             while self._undelivered:
                 pending = self._undelivered.popleft()
-                for listener in (*self._listeners.get(pending.kind, ()), *self._listeners.get(None, ())):
+                for listener in (
+                    *self._listeners.get(pending.kind, ()),
+                    *self._listeners.get(None, ()),
+                ):
                     listener(pending)
         finally:
             self._delivering = False

@@ -44,7 +44,11 @@ def _resource_matches(patterns: Iterable[str], resource: str, subresource: str) 
             return True
         if not subresource and pattern in ("*", resource):
             return True
-        if subresource and pattern in (f"{resource}/{subresource}", f"{resource}/*", f"*/{subresource}"):
+        if subresource and pattern in (
+            f"{resource}/{subresource}",
+            f"{resource}/*",
+            f"*/{subresource}",
+        ):
             return True
     return False
 
@@ -100,21 +104,19 @@ def matching_webhooks(
     *,
     mutating: bool,
 ) -> list[Webhook]:
-    found = []
-    for configuration in sorted(configurations, key=lambda c: c["metadata"]["name"]):
-        for webhook in configuration.get("webhooks") or []:
-            if webhook_applies(webhook, request, namespace_labels):
-                found.append(
-                    Webhook(
-                        name=webhook["name"],
-                        configuration=configuration["metadata"]["name"],
-                        client_config=webhook.get("clientConfig") or {},
-                        failure_policy=webhook.get("failurePolicy", "Fail"),
-                        timeout_seconds=float(webhook.get("timeoutSeconds", 10)),
-                        mutating=mutating,
-                    )
-                )
-    return found
+    return [
+        Webhook(
+            name=webhook["name"],
+            configuration=configuration["metadata"]["name"],
+            client_config=webhook.get("clientConfig") or {},
+            failure_policy=webhook.get("failurePolicy", "Fail"),
+            timeout_seconds=float(webhook.get("timeoutSeconds", 10)),
+            mutating=mutating,
+        )
+        for configuration in sorted(configurations, key=lambda c: c["metadata"]["name"])
+        for webhook in configuration.get("webhooks") or []
+        if webhook_applies(webhook, request, namespace_labels)
+    ]
 
 
 def review_request(uid: str, request: AdmissionAttributes) -> dict[str, Any]:
@@ -129,7 +131,10 @@ def review_request(uid: str, request: AdmissionAttributes) -> dict[str, Any]:
         "requestResource": resource,
         "name": request.name,
         "operation": request.operation,
-        "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
+        "userInfo": {
+            "username": "system:admin",
+            "groups": ["system:masters", "system:authenticated"],
+        },
         "object": request.object,
         "oldObject": request.old_object,
         "dryRun": False,

@@ -1,0 +1,305 @@
+"""The HTTP face of the simulated apiserver: a hand-rolled ASGI app, orjson in and out.
+
+It resolves a URL to a kind, namespace, name and subresource, reads the query (selectors,
+limit/continue, watch), awaits the write rate limit, and calls the verbs in `operations`,
+the watch stream in `watch` or the control API in `control`. Errors leave as Status objects.
+Kept free of frameworks on purpose: this path carries thousands of requests a second.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from services.simulator import control, errors, kinds
+from services.simulator.cluster import Cluster
+from services.simulator.errors import ApiError
+from services.simulator.kinds import Kind
+from services.simulator.selectors import parse_field_selector, parse_label_selector
+from services.simulator.watch import JSON_HEADERS, Receive, Send, WatchFilter, serve_watch
+
+log = logging.getLogger(__name__)
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Kind
+    namespace: str | None  # None: every namespace (or a cluster-scoped kind)
+    name: str
+    subresource: str
+
+
+def resolve(parts: list[str]) -> Target | None:
+    """`api/v1/namespaces/ns/pods/p/status` → (pods, ns, p, status); None when unknown."""
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    kind = kinds.BY_PATH.get((group, version, rest[0]))
+    if kind is None:
+        return None
+    if not kind.namespaced:
+        namespace = None
+    elif namespace is None and len(rest) > 1:
+        return None
+    return Target(
+        kind, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+    )
+
+
+class ApiApp:
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        method, path = scope["method"], scope["path"]
+        params = dict(parse_qsl(scope["query_string"].decode(), keep_blank_values=True))
+        try:
+            if method == "GET" and params.get("watch") in ("true", "1"):
+                await self._watch(path, params, receive, send)
+                return
+            body = await _read_body(receive) if method in _WRITES else b""
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            status, answer = await self._dispatch(method, path, params, headers, body)
+        except ApiError as error:
+            status, answer = error.code, error.to_status()
+        except Exception:  # a bug here must answer 500, not drop the connection
+            log.exception("request %s %s failed", method, path)
+            failure = errors.internal("the simulator failed to handle the request")
+            status, answer = failure.code, failure.to_status()
+        payload = orjson.dumps(answer)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [*JSON_HEADERS, (b"content-length", str(len(payload)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+    async def _watch(self, path: str, params: dict[str, str], receive: Receive, send: Send) -> None:
+        target = resolve(path.strip("/").split("/"))
+        if target is None or target.name:
+            raise errors.ApiError(
+                404, "NotFound", "the server could not find the requested resource"
+            )
+        watch_filter = WatchFilter(
+            target.namespace,
+            parse_label_selector(params.get("labelSelector")),
+            parse_field_selector(params.get("fieldSelector")),
+        )
+        await serve_watch(
+            self.cluster.store,
+            target.kind,
+            watch_filter,
+            params,
+            receive,
+            send,
+            self.cluster.settings.bookmark_interval,
+        )
+
+    async def _dispatch(
+        self, method: str, path: str, params: dict[str, str], headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any]:
+        parts = [p for p in path.split("/") if p]
+        if parts[:2] == ["simulator", "v1"]:
+            return await control.handle(self.cluster, method, parts[2:], _json(body))
+        discovery = _discovery(parts)
+        if discovery is not None:
+            return 200, discovery
+        if method in _WRITES and self.cluster.limiter is not None:
+            await self.cluster.limiter.acquire()
+        if (
+            parts[:2] == ["api", "v1"]
+            and len(parts) == 5
+            and parts[4] == "bindings"
+            and method == "POST"
+        ):
+            payload = _json(body)
+            name = (
+                (payload.get("metadata") or {}).get("name", "") if isinstance(payload, dict) else ""
+            )
+            return 201, await self.cluster.operations.bind(parts[3], name, payload)
+        target = resolve(parts)
+        if target is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return await self._serve(target, method, params, headers, body)
+
+    async def _serve(
+        self,
+        target: Target,
+        method: str,
+        params: dict[str, str],
+        headers: dict[str, str],
+        body: bytes,
+    ) -> tuple[int, Any]:
+        store, operations = self.cluster.store, self.cluster.operations
+        kind, namespace, name, sub = (
+            target.kind,
+            target.namespace or "",
+            target.name,
+            target.subresource,
+        )
+        if sub and not _subresource_served(kind, sub, method):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not name:
+            if method == "GET":
+                return 200, self._list(target, params)
+            if method == "POST":
+                return 201, await operations.create(kind, namespace, _json(body))
+            if method == "DELETE":
+                return 200, await self._delete_collection(target, params, body)
+        elif method == "GET":
+            return 200, store.get(kind, namespace, name)
+        elif method == "PUT":
+            return 200, await operations.update(
+                kind, namespace, name, _json(body), status_only=sub == "status"
+            )
+        elif method == "PATCH":
+            content_type = headers.get("content-type", "application/merge-patch+json")
+            return 200, await operations.patch(
+                kind, namespace, name, content_type, _json(body), status_only=sub == "status"
+            )
+        elif method == "DELETE":
+            return 200, await operations.delete(
+                kind, namespace, name, _delete_options(params, body)
+            )
+        elif method == "POST" and sub == "binding":
+            return 201, await operations.bind(
+                namespace,
+                name,
+                {**_json(body), "metadata": {**(_json(body).get("metadata") or {}), "name": name}},
+            )
+        elif method == "POST" and sub == "eviction":
+            return 201, await operations.evict(namespace, name, _json(body))
+        raise ApiError(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+
+    def _list(self, target: Target, params: dict[str, str]) -> dict[str, Any]:
+        store = self.cluster.store
+        version = store.resource_version
+        items = store.select(
+            target.kind,
+            target.namespace,
+            parse_label_selector(params.get("labelSelector")),
+            parse_field_selector(params.get("fieldSelector")),
+        )
+        metadata: dict[str, Any] = {"resourceVersion": str(version)}
+        limit = int(params.get("limit") or 0)
+        token = params.get("continue")
+        if limit > 0 or token:
+            items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+            if token:
+                after = tuple(orjson.loads(base64.urlsafe_b64decode(token.encode())))
+                items = [
+                    o
+                    for o in items
+                    if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after
+                ]
+            if limit > 0 and len(items) > limit:
+                last = items[limit - 1]["metadata"]
+                metadata["continue"] = base64.urlsafe_b64encode(
+                    orjson.dumps([last.get("namespace", ""), last["name"]])
+                ).decode()
+                metadata["remainingItemCount"] = len(items) - limit
+                items = items[:limit]
+        kind = target.kind
+        return {
+            "kind": f"{kind.kind}List",
+            "apiVersion": kind.api_version,
+            "metadata": metadata,
+            "items": items,
+        }
+
+    async def _delete_collection(self, target: Target, params: dict[str, str], body: bytes) -> Any:
+        doomed = self._list(target, params)
+        options = _delete_options(params, body)
+        for obj in doomed["items"]:
+            meta = obj["metadata"]
+            if self.cluster.store.find(target.kind, meta.get("namespace", ""), meta["name"]):
+                await self.cluster.operations.delete(
+                    target.kind, meta.get("namespace", ""), meta["name"], options
+                )
+        return doomed
+
+
+def _subresource_served(kind: Kind, sub: str, method: str) -> bool:
+    if sub == "status":
+        return kind.has_status and method in ("GET", "PUT", "PATCH")
+    return kind is kinds.PODS and sub in ("binding", "eviction") and method == "POST"
+
+
+def _discovery(parts: list[str]) -> Any:
+    if parts == ["version"]:
+        return kinds.version_info()
+    if parts == ["api"]:
+        return kinds.core_versions()
+    if parts == ["apis"]:
+        return kinds.group_list()
+    if len(parts) == 2 and parts[0] == "api":
+        return kinds.resource_list("", parts[1])
+    if len(parts) == 2 and parts[0] == "apis":
+        return kinds.group_document(parts[1])
+    if len(parts) == 3 and parts[0] == "apis":
+        return kinds.resource_list(parts[1], parts[2])
+    if parts and parts[0] in ("healthz", "readyz", "livez"):
+        return "ok"
+    return None
+
+
+def _json(body: bytes) -> Any:
+    if not body:
+        return {}
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise errors.bad_request(f"the request body is not valid JSON: {error}") from None
+
+
+def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
+    options = _json(body)
+    if not isinstance(options, dict):
+        options = {}
+    if params.get("propagationPolicy"):
+        options["propagationPolicy"] = params["propagationPolicy"]
+    return options
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
