@@ -36,18 +36,31 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "proportion": frozenset(),
     "capacity": frozenset({"ancestorReclaimLevel"}),
     "overcommit": frozenset({"overcommit-factor"}),
-    "predicates": frozenset({
-        "predicate.NodeAffinityEnable", "predicate.NodePortsEnable",
-        "predicate.TaintTolerationEnable", "predicate.PodAffinityEnable",
-        "predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable",
-        "predicate.PodTopologySpreadEnable", "predicate.VolumeBindingEnable",
-        "predicate.CacheEnable",
-    }),  # fmt: skip
-    "nodeorder": frozenset({
-        "leastrequested.weight", "mostrequested.weight", "nodeaffinity.weight",
-        "podaffinity.weight", "balancedresource.weight", "tainttoleration.weight",
-        "imagelocality.weight", "podtopologyspread.weight",
-    }),  # fmt: skip
+    "predicates": frozenset(
+        {
+            "predicate.NodeAffinityEnable",
+            "predicate.NodePortsEnable",
+            "predicate.TaintTolerationEnable",
+            "predicate.PodAffinityEnable",
+            "predicate.NodeVolumeLimitsEnable",
+            "predicate.VolumeZoneEnable",
+            "predicate.PodTopologySpreadEnable",
+            "predicate.VolumeBindingEnable",
+            "predicate.CacheEnable",
+        }
+    ),
+    "nodeorder": frozenset(
+        {
+            "leastrequested.weight",
+            "mostrequested.weight",
+            "nodeaffinity.weight",
+            "podaffinity.weight",
+            "balancedresource.weight",
+            "tainttoleration.weight",
+            "imagelocality.weight",
+            "podtopologyspread.weight",
+        }
+    ),
     "binpack": frozenset({"binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources"}),
     "sla": frozenset({"sla-waiting-time"}),
     "task-topology": frozenset({"task-topology.weight"}),
@@ -59,11 +72,16 @@ ACTION_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "allocate": frozenset({"predicateErrorCacheEnable"}),
     "backfill": frozenset({"predicateErrorCacheEnable"}),
     "reclaim": frozenset({"predicateErrorCacheEnable"}),
-    "preempt": frozenset({
-        "predicateErrorCacheEnable", "enableTopologyAwarePreemption",
-        "topologyAwarePreemptWorkerNum", "minCandidateNodesPercentage",
-        "minCandidateNodesAbsolute", "maxCandidateNodesAbsolute",
-    }),  # fmt: skip
+    "preempt": frozenset(
+        {
+            "predicateErrorCacheEnable",
+            "enableTopologyAwarePreemption",
+            "topologyAwarePreemptWorkerNum",
+            "minCandidateNodesPercentage",
+            "minCandidateNodesAbsolute",
+            "maxCandidateNodesAbsolute",
+        }
+    ),
 }
 
 
@@ -113,7 +131,9 @@ class SchedulerConf:
         try:
             return float(value)
         except (TypeError, ValueError) as err:
-            raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}") from err
+            raise ConfError(
+                f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}"
+            ) from err
 
     def tier_of(self, name: str) -> int | None:
         for index, tier in enumerate(self.tiers):
@@ -123,7 +143,7 @@ class SchedulerConf:
 
 
 def parse_conf(text: str) -> SchedulerConf:
-    """Parse volcano-scheduler.conf text; raise ConfError naming whatever is unknown or malformed."""
+    """Parse volcano-scheduler.conf; raise ConfError naming whatever is unknown or malformed."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -136,13 +156,13 @@ def parse_conf(text: str) -> SchedulerConf:
     actions = _parse_actions(raw.get("actions"))
     tiers = tuple(_parse_tier(i, t) for i, t in enumerate(raw.get("tiers") or ()))
     _reject_hierarchy_conflict(tiers)
-    configurations = _parse_configurations(raw.get("configurations") or ())
+    configurations = _parse_configurations(raw.get("configurations") or [])
     return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations)
 
 
 @dataclass(frozen=True, slots=True)
 class ConfLoad:
-    """The outcome of a (re)load: the configuration to use now, and the error if the text was bad."""
+    """A (re)load's outcome: the configuration to use now, and the error if the text was bad."""
 
     conf: SchedulerConf
     error: ConfError | None
@@ -150,9 +170,9 @@ class ConfLoad:
 
 
 def load_conf(text: str | None, previous: SchedulerConf | None = None) -> ConfLoad:
-    """Reload on a file or ConfigMap change: no text means the default; bad text keeps `previous`."""
+    """Reload on a file or ConfigMap change: no text means the default; bad text keeps previous."""
     if text is None or not text.strip():
-        return ConfLoad(DEFAULT_CONF, None, DEFAULT_CONF != previous)
+        return ConfLoad(DEFAULT_CONF, None, previous != DEFAULT_CONF)
     try:
         conf = parse_conf(text)
     except ConfError as err:

@@ -82,7 +82,8 @@ def _water_fill(state: CycleState, total: list[int], dims: range) -> None:
         for queue in active:
             if queue.name in met:
                 continue
-            assert queue.deserved is not None and queue.real_capability is not None
+            assert queue.deserved is not None
+            assert queue.real_capability is not None
             old = list(queue.deserved)
             new = [float(v) for v in old]
             for i in dims:
@@ -118,9 +119,9 @@ def queue_blocker(queue: QueueView | None, request: Sparse, conf: SchedulerConf)
         short = over_limit(level.alloc, request, level.capability)
         if short is not None:
             return Blocker(QUEUE_CAPABILITY, f"queue {level.name} capability exceeded")
-    if conf.enabled("proportion", "enabledAllocatable") and queue.deserved is not None:
-        if over_limit(queue.alloc, request, queue.deserved) is not None:
-            return Blocker(QUEUE_OVERUSED, f"queue {queue.name} would exceed its deserved share")
+    deserved = queue.deserved if conf.enabled("proportion", "enabledAllocatable") else None
+    if deserved is not None and over_limit(queue.alloc, request, deserved) is not None:
+        return Blocker(QUEUE_OVERUSED, f"queue {queue.name} would exceed its deserved share")
     if conf.enabled("capacity", "enabledAllocatable"):
         for level in (queue, *queue.ancestors):
             assert level.real_capability is not None
@@ -130,7 +131,7 @@ def queue_blocker(queue: QueueView | None, request: Sparse, conf: SchedulerConf)
 
 
 def overused(queue: QueueView, conf: SchedulerConf, dims: range) -> bool:
-    """Proportion's Overused: deserved <= allocated in every dimension (allocate skips the queue)."""
+    """Proportion's Overused: deserved <= allocated in every dimension (allocate skips it)."""
     if not conf.enabled("proportion", "enabledOverused") or queue.deserved is None:
         return False
     return all(queue.deserved[i] <= queue.alloc[i] for i in dims)
@@ -155,11 +156,16 @@ def enqueue_blocker(
         short = [
             state.space.names[i]
             for i in wanted
-            if minimum[i] + level.alloc[i] + level.inqueue[i] - level.elastic[i] > level.capability[i]
+            if minimum[i] + level.alloc[i] + level.inqueue[i] - level.elastic[i]
+            > level.capability[i]
         ]
         if short:
-            return Blocker(QUEUE_CAPABILITY, _names("queue resource quota insufficient", "insufficient", short))
-    if conf.enabled("proportion", "enableJobEnqueued") or conf.enabled("capacity", "enableJobEnqueued"):
+            return Blocker(
+                QUEUE_CAPABILITY, _names("queue resource quota insufficient", "insufficient", short)
+            )
+    if conf.enabled("proportion", "enableJobEnqueued") or conf.enabled(
+        "capacity", "enableJobEnqueued"
+    ):
         assert queue.real_capability is not None
         short = [
             state.space.names[i]
@@ -168,7 +174,9 @@ def enqueue_blocker(
             > queue.real_capability[i]
         ]
         if short:
-            return Blocker(QUEUE_CAPABILITY, _names("queue resource quota insufficient", "insufficient", short))
+            return Blocker(
+                QUEUE_CAPABILITY, _names("queue resource quota insufficient", "insufficient", short)
+            )
     if conf.enabled("overcommit", "enableJobEnqueued"):
         short = [
             state.space.names[i]
@@ -176,7 +184,9 @@ def enqueue_blocker(
             if cluster.inqueue[i] + minimum[i] > cluster.total[i] * cluster.factor - cluster.used[i]
         ]
         if short:
-            return Blocker(CLUSTER_OVERUSED, _names("resource in cluster is overused", "overused", short))
+            return Blocker(
+                CLUSTER_OVERUSED, _names("resource in cluster is overused", "overused", short)
+            )
     return None
 
 

@@ -26,7 +26,7 @@ from services.scheduler.core.predicates import (
     has_pod_affinity,
     static_failure,
 )
-from services.scheduler.core.scoring import ScoreWeights, Scorer, make_scorer, static_bonus
+from services.scheduler.core.scoring import Scorer, ScoreWeights, make_scorer, static_bonus
 from services.scheduler.core.snapshot import RELEASING, TaskInfo
 from services.scheduler.core.state import CycleState, TaskView
 from services.scheduler.core.vectors import first_short, fits, fits_with
@@ -60,9 +60,7 @@ def static_key(task: TaskInfo) -> Hashable:
 class Placer:
     """Finds nodes for tasks over a `CycleState`; one per cycle."""
 
-    def __init__(
-        self, state: CycleState, weights: ScoreWeights, options: PredicateOptions
-    ) -> None:
+    def __init__(self, state: CycleState, weights: ScoreWeights, options: PredicateOptions) -> None:
         self._state = state
         self._weights = weights
         self._options = options
@@ -99,13 +97,10 @@ class Placer:
     # --- finding a node ---------------------------------------------------------------------
     def find(self, task: TaskView, *, pipeline: bool = True) -> tuple[int, bool] | None:
         """Best node for `task` and whether it must be pipelined (wait for releasing room)."""
-        needs_scan = self._options.enabled and self._options.pod_affinity and has_pod_affinity(
-            task.info
+        needs_scan = (
+            self._options.enabled and self._options.pod_affinity and has_pod_affinity(task.info)
         )
-        if needs_scan:
-            node = self._scan(task, future=False)
-        else:
-            node = self._from_heap(task)
+        node = self._scan(task, future=False) if needs_scan else self._from_heap(task)
         if node is not None:
             return node, False
         if pipeline and self._any_releasing():
@@ -205,7 +200,7 @@ class Placer:
 
     # --- explaining a failure ---------------------------------------------------------------
     def fit_error(self, task: TaskView) -> str:
-        """Volcano's "0/N nodes are unavailable: <count> <reason>, ...." for a task that fits nowhere."""
+        """Volcano's "0/N nodes are unavailable: <count> <reason>, ...." for an unplaceable task."""
         cache_key = ((self._key(task), task.request), self._state.commits)
         cached = self._fit_errors.get(cache_key)
         if cached is not None:

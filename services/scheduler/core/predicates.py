@@ -65,7 +65,8 @@ def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) ->
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(
                 task.tolerations, taint
             ):
-                return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
+                key, value = taint.get("key"), taint.get("value", "")
+                return f"node(s) had untolerated taint {{{key}: {value}}}"
     return None
 
 
@@ -82,7 +83,9 @@ def matches_node_affinity(task: TaskInfo, node: NodeInfo) -> bool:
 
 def preferred_affinity_weight(task: TaskInfo, node: NodeInfo) -> tuple[int, int]:
     """(matched weight, total weight) of the task's preferred node-affinity terms on `node`."""
-    preferred = _get(task.affinity, "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+    preferred = _get(
+        task.affinity, "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"
+    )
     matched = total = 0
     for entry in preferred or []:
         weight = int(entry.get("weight", 0))
@@ -131,7 +134,9 @@ class PodAffinityCheck:
 
     def __init__(self, task: TaskInfo, nodes: Sequence[NodeInfo], pods: Iterable[PlacedPod]):
         self._nodes = nodes
-        affinity = _get(task.affinity, "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+        affinity = _get(
+            task.affinity, "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"
+        )
         self._affinity = [(t, set[str]()) for t in affinity or []]
         self._anti = [(t, set[str]()) for t in anti_affinity_terms(task.affinity)]
         self._existing_anti: list[tuple[str, str]] = []  # (topologyKey, domain) the task must avoid

@@ -34,7 +34,7 @@ OCCUPYING_STATUSES = frozenset({BOUND, RUNNING, RELEASING})
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """A node as the scheduler sees it; NotReady nodes are left out of every cycle, as Volcano does."""
+    """A node as the scheduler sees it; NotReady nodes are left out of cycles, as in Volcano."""
 
     name: str
     allocatable: Resources
@@ -73,7 +73,7 @@ class TaskInfo:
     status: str = PENDING  # Pending|Bound|Running|Succeeded|Failed|Releasing
     priority: int = 0
     node_selector: Mapping[str, str] = field(default_factory=dict)
-    # The pod's raw `spec.affinity` ({"nodeAffinity": ..., "podAffinity": ..., "podAntiAffinity": ...}).
+    # The pod's raw `spec.affinity`: {"nodeAffinity": ..., "podAntiAffinity": ...}
     affinity: Mapping[str, Any] | None = None
     tolerations: tuple[Mapping[str, Any], ...] = ()
     preemptable: bool = True

@@ -41,11 +41,14 @@ class ResourceSpace:
         return tuple(sorted((self.index[n], a) for n, a in amounts.items() if a))
 
     def resources(self, vector: Sequence[int]) -> Resources:
-        return Resources({n: a for n, a in zip(self.names, vector, strict=True) if 0 < a < UNLIMITED})
+        return Resources(
+            {n: a for n, a in zip(self.names, vector, strict=True) if 0 < a < UNLIMITED}
+        )
 
 
 def fits(request: Sparse, available: Sequence[int]) -> bool:
-    for i, amount in request:
+    # Explicit loops: all() over a generator costs twice as much on this hot path.
+    for i, amount in request:  # noqa: SIM110
         if available[i] < amount:
             return False
     return True
@@ -53,7 +56,7 @@ def fits(request: Sparse, available: Sequence[int]) -> bool:
 
 def fits_with(request: Sparse, available: Sequence[int], extra: Sequence[int]) -> bool:
     """`request` fits in `available + extra` (idle plus releasing: Volcano's FutureIdle)."""
-    for i, amount in request:
+    for i, amount in request:  # noqa: SIM110
         if available[i] + extra[i] < amount:
             return False
     return True

@@ -1,0 +1,207 @@
+"""From `Snapshot` to the cycle's working state: the first step of `plan_cycle`.
+
+Keeps Ready nodes only (sorted by name, so "first fit" and ties are deterministic), books every
+task that holds a node and every foreign pod against its node, charges queues (and their
+ancestors) with their gangs' allocations, re-applies last cycle's nominations as reservations,
+runs gang's validity check, and computes proportion's or capacity's deserved shares.
+"""
+
+from __future__ import annotations
+
+from services.scheduler.core.config import SchedulerConf
+from services.scheduler.core.context import CycleContext
+from services.scheduler.core.fairness import cluster_total, cluster_usage, compute_deserved
+from services.scheduler.core.messages import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
+from services.scheduler.core.ordering import task_order
+from services.scheduler.core.placement import Placer
+from services.scheduler.core.predicates import PredicateOptions
+from services.scheduler.core.scoring import weights_from_conf
+from services.scheduler.core.snapshot import (
+    BOUND,
+    FAILED,
+    PENDING,
+    PIPELINED,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
+    Snapshot,
+)
+from services.scheduler.core.state import (
+    QUEUE_ALLOCATED_STATUSES,
+    VALID_STATUSES,
+    CycleState,
+    GangView,
+    QueueView,
+    TaskView,
+    initial_count,
+)
+from services.scheduler.core.vectors import UNLIMITED, ResourceSpace, add_into, fits_with
+
+_KNOWN_STATUSES = frozenset({PENDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED})
+
+
+def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext, set[str]]:
+    """The cycle's context, and the uids of tasks whose carried nomination was re-applied."""
+    space = ResourceSpace(_resource_names(snapshot))
+    nodes = sorted((n for n in snapshot.nodes if n.ready), key=lambda n: n.name)
+    state = CycleState(space, nodes)
+    _build_queues(state, snapshot)
+    for pod in snapshot.other_pods:
+        node = state.node_index.get(pod.node)
+        if node is not None:
+            for name, amount in pod.request.items():
+                state.idle[node][space.index[name]] -= amount
+            state.other_labels[node].append((pod.namespace, dict(pod.labels)))
+    sparse_cache: dict[object, tuple[tuple[int, int], ...]] = {}
+    for info in sorted(snapshot.gangs, key=lambda g: g.uid):
+        queue = state.queues.get(info.queue)
+        gang = GangView(info=info, queue=queue, phase=info.phase or "Pending")
+        gang.alloc = [0] * space.size
+        for task_info in sorted(info.tasks, key=task_order):
+            request = sparse_cache.get(task_info.request)
+            if request is None:
+                request = sparse_cache[task_info.request] = space.sparse(task_info.request)
+            status = task_info.status if task_info.status in _KNOWN_STATUSES else BOUND
+            task = TaskView(
+                info=task_info,
+                gang=gang,
+                request=request,
+                best_effort=all(space.names[i] == "pods" for i, _ in request),
+                order=task_order(task_info),
+                status=status,
+            )
+            gang.tasks.append(task)
+            initial_count(gang, task)
+            node = state.node_index.get(task_info.node or "")
+            if status in (BOUND, RUNNING, RELEASING) and node is not None:
+                task.node = node
+                state.occupy(task, node)
+            if status in QUEUE_ALLOCATED_STATUSES and queue is not None:
+                for level in (queue, *queue.ancestors):
+                    add_into(level.alloc, request)
+                add_into(gang.alloc, request)
+        if queue is not None:
+            queue.has_gangs = True
+            for task in gang.tasks:
+                if task.status in (PENDING, *QUEUE_ALLOCATED_STATUSES):
+                    add_into(queue.request, task.request)
+        state.gangs.append(gang)
+    _add_elastic(state)
+    carried = _reapply_nominations(state)
+    compute_deserved(state, conf)
+    predicates = conf.plugin("predicates")
+    options = PredicateOptions(
+        enabled=predicates is not None and predicates.enabled("enablePredicate"),
+        node_affinity=_flag(conf, "predicate.NodeAffinityEnable"),
+        taint_toleration=_flag(conf, "predicate.TaintTolerationEnable"),
+        pod_affinity=_flag(conf, "predicate.PodAffinityEnable"),
+    )
+    placer = Placer(state, weights_from_conf(conf), options)
+    ctx = CycleContext(
+        state=state,
+        conf=conf,
+        placer=placer,
+        total=cluster_total(state),
+        cluster=cluster_usage(state, conf),
+        now=snapshot.now,
+    )
+    if conf.enabled("gang"):
+        for gang in state.gangs:
+            problem = _invalid(gang)
+            if problem is not None:
+                ctx.invalid[gang.uid] = problem
+    return ctx, carried
+
+
+def _resource_names(snapshot: Snapshot) -> set[str]:
+    names: set[str] = set()
+    for node in snapshot.nodes:
+        names.update(node.allocatable)
+    for queue in snapshot.queues:
+        for vector in (queue.capability, queue.guarantee, queue.deserved):
+            names.update(vector or ())
+    for gang in snapshot.gangs:
+        names.update(gang.min_resources or ())
+        for task in gang.tasks:
+            names.update(task.request)
+    for pod in snapshot.other_pods:
+        names.update(pod.request)
+    return names
+
+
+def _build_queues(state: CycleState, snapshot: Snapshot) -> None:
+    space = state.space
+    for info in sorted(snapshot.queues, key=lambda q: q.name):
+        state.queues[info.name] = QueueView(
+            info=info,
+            alloc=[0] * space.size,
+            capability=space.dense(info.capability, UNLIMITED)
+            if info.capability is not None
+            else [UNLIMITED] * space.size,
+            guarantee=space.dense(info.guarantee),
+            request=[0] * space.size,
+            inqueue=[0] * space.size,
+            elastic=[0] * space.size,
+        )
+    for queue in state.queues.values():
+        seen = {queue.name}
+        parent = queue.info.parent or ("root" if queue.name != "root" else None)
+        while parent is not None and parent in state.queues and parent not in seen:
+            ancestor = state.queues[parent]
+            queue.ancestors.append(ancestor)
+            seen.add(parent)
+            parent = ancestor.info.parent or ("root" if parent != "root" else None)
+
+
+def _add_elastic(state: CycleState) -> None:
+    for gang in state.gangs:
+        if gang.queue is None or gang.info.min_resources is None:
+            continue
+        minimum = state.space.dense(gang.info.min_resources)
+        for i, amount in enumerate(gang.alloc):
+            gang.queue.elastic[i] += max(0, amount - minimum[i])
+
+
+def _reapply_nominations(state: CycleState) -> set[str]:
+    """Reserve last cycle's nominated nodes for their tasks, while the room is still coming."""
+    carried: set[str] = set()
+    for gang in state.gangs:
+        for task in gang.tasks:
+            node = state.node_index.get(task.info.nominated_node or "")
+            if task.status != PENDING or node is None or gang.queue is None:
+                continue
+            if fits_with(task.request, state.idle[node], state.releasing[node]):
+                state.assign(task, node, PIPELINED)
+                carried.add(task.info.uid)
+    return carried
+
+
+def _invalid(gang: GangView) -> tuple[str, str] | None:
+    """gang's JobValid: enough valid tasks overall and per task role, else Volcano's message."""
+    if not gang.tasks:
+        return None
+    if gang.role_minimums_apply():
+        for role, minimum in gang.info.min_task_member.items():
+            valid = sum(
+                1 for t in gang.tasks if t.info.task_role == role and t.status in VALID_STATUSES
+            )
+            if valid < minimum:
+                return (
+                    NOT_ENOUGH_PODS_OF_TASK,
+                    "Not enough valid pods of each task for gang-scheduling",
+                )
+    valid = sum(1 for t in gang.tasks if t.status in VALID_STATUSES)
+    if valid < gang.info.min_member:
+        return (
+            NOT_ENOUGH_TASKS,
+            "Not enough valid tasks for gang-scheduling, "
+            f"valid: {valid}, min: {gang.info.min_member}",
+        )
+    return None
+
+
+def _flag(conf: SchedulerConf, key: str) -> bool:
+    option = conf.plugin("predicates")
+    if option is None or key not in option.arguments:
+        return True
+    return str(option.arguments[key]).lower() not in ("false", "0")

@@ -1,0 +1,92 @@
+"""The scheduler core's output: the decisions of one cycle, as plain frozen data.
+
+`plan_cycle` returns a `CyclePlan`; the shell writes it to PostgreSQL in one fenced transaction
+and publishes it: one row batch and one message per `GangBinds`, one eviction request per
+`Eviction` (the controller carries it out), nominations kept for the next snapshot, and a
+`GangVerdict` per gang left unplaced, which answers "why is my job pending".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Eviction reasons, as Volcano's "Pod is evicted, because of <reason>".
+PREEMPT = "preempt"
+RECLAIM = "reclaim"
+GANG_RELEASE = "gang-release"
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    task_uid: str
+    namespace: str
+    name: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class GangBinds:
+    """All binds of one gang decided in this cycle: the gang is placed whole or not at all."""
+
+    gang_uid: str
+    binds: tuple[Bind, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    task_uid: str
+    namespace: str
+    name: str
+    node: str
+    reason: str  # "preempt" | "reclaim" | "gang-release"
+    preemptor_gang_uid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    """A pending task waiting on `node` for room that evictions free (status.nominatedNodeName).
+
+    The shell stores it as the task's `nominated_node` for the next snapshot; that room is then
+    reserved for the task, so no other gang takes it and no new evictions are made for it.
+    """
+
+    task_uid: str
+    gang_uid: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class GangVerdict:
+    """Why a gang was not placed: a structured reason plus Volcano's condition and message."""
+
+    gang_uid: str
+    namespace: str
+    name: str
+    reason: (
+        str  # e.g. NotEnoughResources, QueueCapabilityExceeded, QueueClosed, NodeSelectorMismatch
+    )
+    message: str  # the PodGroup Unschedulable condition message, worded as Volcano's
+    condition_reason: str = "NotEnoughResources"  # or NotEnoughTasks / NotEnoughPodsOfTask
+    fit_errors: str = ""  # e.g. "0/2 nodes are unavailable: 2 Insufficient cpu."
+    detail: str = ""  # e.g. the enqueue event "queue resource quota insufficient: insufficient cpu"
+
+
+@dataclass(frozen=True, slots=True)
+class CyclePlan:
+    enqueued: tuple[str, ...] = ()  # gang uids moved Pending -> Inqueue
+    binds: tuple[GangBinds, ...] = ()
+    evictions: tuple[Eviction, ...] = ()
+    verdicts: tuple[GangVerdict, ...] = ()
+    released: tuple[str, ...] = ()  # gangs released by the optional below-minimum rule
+    nominations: tuple[Nomination, ...] = ()
+    underfilled: tuple[str, ...] = ()  # gangs holding resources with fewer members than minimum
+
+    def verdict_for(self, gang_uid: str) -> GangVerdict | None:
+        return next((v for v in self.verdicts if v.gang_uid == gang_uid), None)
+
+    def verdict_by_job(self, namespace: str, name: str) -> GangVerdict | None:
+        return next((v for v in self.verdicts if (v.namespace, v.name) == (namespace, name)), None)
+
+    @property
+    def placements(self) -> int:
+        return sum(len(gang.binds) for gang in self.binds)
