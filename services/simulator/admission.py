@@ -55,9 +55,7 @@ class Admission:
         configurations = list(self._store.iterate(kind))
         if not configurations:
             return []
-        namespace = (
-            self._store.find(NAMESPACES, "", request.namespace) if request.namespace else None
-        )
+        namespace = self._store.find(NAMESPACES, "", request.namespace) if request.namespace else None
         labels = (namespace or {}).get("metadata", {}).get("labels") if namespace else None
         return matching_webhooks(configurations, request, labels, mutating=mutating)
 
@@ -77,9 +75,7 @@ class Admission:
             response = await self._call(webhook, attributes)
             if response is not None and response.get("patch") and current is not None:
                 if response.get("patchType", "JSONPatch") != "JSONPatch":
-                    raise errors.internal(
-                        f'failed calling webhook "{webhook.name}": unsupported patch type'
-                    )
+                    raise errors.internal(f'failed calling webhook "{webhook.name}": unsupported patch type')
                 operations = orjson.loads(base64.b64decode(response["patch"]))
                 current = json_patch(current, operations)
         return current

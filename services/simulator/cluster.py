@@ -56,9 +56,7 @@ def build_cluster(
 ) -> Cluster:
     store = Store(clock, settings.history_size)
     kubelets = Kubelets(store, timers, clock, settings.kubelet_start_delay)
-    scheduler = (
-        DefaultScheduler(store, kubelets, timers, clock) if settings.default_scheduler else None
-    )
+    scheduler = DefaultScheduler(store, kubelets, timers, clock) if settings.default_scheduler else None
     admission = Admission(store)
     limiter = TokenBucket(settings.qps, settings.burst, monotonic) if settings.qps else None
     for spec in load_nodes(settings.nodes_file) if nodes is None else nodes:

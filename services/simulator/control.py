@@ -39,9 +39,7 @@ async def handle(cluster: Cluster, method: str, parts: list[str], body: Any) -> 
     raise _NOT_FOUND
 
 
-async def _pod_action(
-    cluster: Cluster, namespace: str, name: str, action: str, body: dict[str, Any]
-) -> Any:
+async def _pod_action(cluster: Cluster, namespace: str, name: str, action: str, body: dict[str, Any]) -> Any:
     if action == "succeed":
         return cluster.kubelets.finish_pod(namespace, name, 0)
     if action == "fail":
@@ -95,9 +93,7 @@ async def _node_action(cluster: Cluster, name: str, action: str, body: dict[str,
                 "a taint needs a key and an effect (NoSchedule, PreferNoSchedule, NoExecute)"
             )
         taint = {k: str(body[k]) for k in ("key", "value", "effect") if k in body}
-        kept = [
-            t for t in taints if (t.get("key"), t.get("effect")) != (taint["key"], taint["effect"])
-        ]
+        kept = [t for t in taints if (t.get("key"), t.get("effect")) != (taint["key"], taint["effect"])]
         return await operations.patch(
             NODES, "", name, "application/merge-patch+json", {"spec": {"taints": [*kept, taint]}}
         )
@@ -105,9 +101,7 @@ async def _node_action(cluster: Cluster, name: str, action: str, body: dict[str,
         kept = [
             t
             for t in taints
-            if not (
-                t.get("key") == body.get("key") and body.get("effect") in (None, t.get("effect"))
-            )
+            if not (t.get("key") == body.get("key") and body.get("effect") in (None, t.get("effect")))
         ]
         return await operations.patch(
             NODES, "", name, "application/merge-patch+json", {"spec": {"taints": kept or None}}

@@ -101,9 +101,7 @@ class DefaultScheduler:
         for node in nodes:
             name = node["metadata"]["name"]
             allocatable = Resources.parse(node["status"].get("allocatable"))
-            if node_accepts(node, pod) and requests.fits_in(
-                allocatable - self._kubelets.used(name)
-            ):
+            if node_accepts(node, pod) and requests.fits_in(allocatable - self._kubelets.used(name)):
                 self._waiting.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
                 self._store.update(PODS, pod_status.bound(pod, name, now))
                 return

@@ -94,9 +94,7 @@ def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
     )
 
 
-STALE_OBJECT = (
-    "the object has been modified; please apply your changes to the latest version and try again"
-)
+STALE_OBJECT = "the object has been modified; please apply your changes to the latest version and try again"
 
 
 def invalid(kind: str, group: str, name: str, causes: list[FieldCause]) -> ApiError:

@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from services.simulator import control, errors, kinds
-from services.simulator.cluster import Cluster
+from services.simulator import control, errors, kinds, openapi, tables
+from services.simulator.cluster import Cluster, utc_now
 from services.simulator.errors import ApiError
 from services.simulator.kinds import Kind
 from services.simulator.selectors import parse_field_selector, parse_label_selector
@@ -55,9 +55,7 @@ def resolve(parts: list[str]) -> Target | None:
         namespace = None
     elif namespace is None and len(rest) > 1:
         return None
-    return Target(
-        kind, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
-    )
+    return Target(kind, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
 
 
 class ApiApp:
@@ -79,6 +77,8 @@ class ApiApp:
             body = await _read_body(receive) if method in _WRITES else b""
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             status, answer = await self._dispatch(method, path, params, headers, body)
+            if method == "GET" and status == 200 and tables.wants_table(headers.get("accept", "")):
+                answer = self._as_table(answer)
         except ApiError as error:
             status, answer = error.code, error.to_status()
         except Exception:  # a bug here must answer 500, not drop the connection
@@ -95,12 +95,22 @@ class ApiApp:
         )
         await send({"type": "http.response.body", "body": payload})
 
+    def _as_table(self, answer: Any) -> Any:
+        if not isinstance(answer, dict) or "kind" not in answer or "apiVersion" not in answer:
+            return answer
+        listed = answer["kind"].endswith("List") and "items" in answer
+        kind_name = answer["kind"][: -len("List")] if listed else answer["kind"]
+        kind = kinds.BY_KIND.get((answer["apiVersion"], kind_name))
+        if kind is None:
+            return answer
+        objects = answer["items"] if listed else [answer]
+        version = answer["metadata"].get("resourceVersion", "")
+        return tables.table(kind, objects, version, utc_now(), answer["metadata"].get("continue"))
+
     async def _watch(self, path: str, params: dict[str, str], receive: Receive, send: Send) -> None:
         target = resolve(path.strip("/").split("/"))
         if target is None or target.name:
-            raise errors.ApiError(
-                404, "NotFound", "the server could not find the requested resource"
-            )
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
         watch_filter = WatchFilter(
             target.namespace,
             parse_label_selector(params.get("labelSelector")),
@@ -127,16 +137,9 @@ class ApiApp:
             return 200, discovery
         if method in _WRITES and self.cluster.limiter is not None:
             await self.cluster.limiter.acquire()
-        if (
-            parts[:2] == ["api", "v1"]
-            and len(parts) == 5
-            and parts[4] == "bindings"
-            and method == "POST"
-        ):
+        if parts[:2] == ["api", "v1"] and len(parts) == 5 and parts[4] == "bindings" and method == "POST":
             payload = _json(body)
-            name = (
-                (payload.get("metadata") or {}).get("name", "") if isinstance(payload, dict) else ""
-            )
+            name = (payload.get("metadata") or {}).get("name", "") if isinstance(payload, dict) else ""
             return 201, await self.cluster.operations.bind(parts[3], name, payload)
         target = resolve(parts)
         if target is None:
@@ -179,9 +182,7 @@ class ApiApp:
                 kind, namespace, name, content_type, _json(body), status_only=sub == "status"
             )
         elif method == "DELETE":
-            return 200, await operations.delete(
-                kind, namespace, name, _delete_options(params, body)
-            )
+            return 200, await operations.delete(kind, namespace, name, _delete_options(params, body))
         elif method == "POST" and sub == "binding":
             return 201, await operations.bind(
                 namespace,
@@ -213,9 +214,7 @@ class ApiApp:
             if token:
                 after = tuple(orjson.loads(base64.urlsafe_b64decode(token.encode())))
                 items = [
-                    o
-                    for o in items
-                    if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after
+                    o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after
                 ]
             if limit > 0 and len(items) > limit:
                 last = items[limit - 1]["metadata"]
@@ -265,6 +264,10 @@ def _discovery(parts: list[str]) -> Any:
         return kinds.resource_list(parts[1], parts[2])
     if parts and parts[0] in ("healthz", "readyz", "livez"):
         return "ok"
+    if parts == ["openapi", "v3"]:
+        return openapi.root()
+    if len(parts) > 2 and parts[:2] == ["openapi", "v3"]:
+        return openapi.group_version("/".join(parts[2:]))
     return None
 
 

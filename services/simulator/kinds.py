@@ -73,9 +73,7 @@ KINDS: tuple[Kind, ...] = (
         True,
         ("pg", "podgroup-v1beta1"),
     ),
-    Kind(
-        "scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), True
-    ),
+    Kind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), True),
     Kind("bus.volcano.sh", "v1alpha1", "commands", "Command", True),
 )
 
@@ -90,9 +88,7 @@ NODES = BY_PATH[("", "v1", "nodes")]
 NAMESPACES = BY_PATH[("", "v1", "namespaces")]
 EVENTS = BY_PATH[("", "v1", "events")]
 MUTATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")]
-VALIDATING_WEBHOOKS = BY_PATH[
-    ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
-]
+VALIDATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")]
 
 # Subresources with their own verbs and kinds, as /api/v1 lists them.
 _SUBRESOURCES: dict[str, list[dict[str, Any]]] = {

@@ -53,9 +53,7 @@ class _Admitted:
 
 def requests_of(pod: dict[str, Any]) -> Resources:
     spec = pod.get("spec") or {}
-    return pod_requests(
-        spec.get("containers") or [], spec.get("initContainers") or [], spec.get("overhead")
-    )
+    return pod_requests(spec.get("containers") or [], spec.get("initContainers") or [], spec.get("overhead"))
 
 
 class Kubelets:
@@ -106,8 +104,7 @@ class Kubelets:
             and pod["status"].get("phase") == "Running"
             and event.old
             and (
-                (event.old["metadata"].get("annotations") or {})
-                != (metadata.get("annotations") or {})
+                (event.old["metadata"].get("annotations") or {}) != (metadata.get("annotations") or {})
                 or event.old["status"].get("phase") != "Running"
             )
         ):
@@ -128,9 +125,7 @@ class Kubelets:
         self._used[node_name] = used + requests
         admitted = self._admitted[uid] = _Admitted(node_name, requests)
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        admitted.timer = self._timers.call_later(
-            self._start_delay, lambda: self._start(namespace, name, uid)
-        )
+        admitted.timer = self._timers.call_later(self._start_delay, lambda: self._start(namespace, name, uid))
 
     def _release(self, uid: str) -> None:
         admitted = self._admitted.pop(uid, None)
@@ -161,9 +156,7 @@ class Kubelets:
         seconds, exit_code = plan
         if admitted.timer is not None:
             admitted.timer.cancel()
-        started = datetime.strptime(
-            pod["status"].get("startTime", self._now()), "%Y-%m-%dT%H:%M:%SZ"
-        )
+        started = datetime.strptime(pod["status"].get("startTime", self._now()), "%Y-%m-%dT%H:%M:%SZ")
         elapsed = (self._clock().replace(tzinfo=None) - started).total_seconds()
         metadata = pod["metadata"]
         namespace, name, uid = metadata["namespace"], metadata["name"], metadata["uid"]
@@ -181,9 +174,7 @@ class Kubelets:
         """End a bound pod now (Succeeded with 0, else Failed); 409 if it is not bound or over."""
         pod = self._store.get(PODS, namespace, name)
         if not pod["spec"].get("nodeName") or pod_status.is_terminal(pod):
-            raise errors.conflict(
-                "pods", "", name, "the pod is not bound to a node or has already ended"
-            )
+            raise errors.conflict("pods", "", name, "the pod is not bound to a node or has already ended")
         return self._store.update(PODS, pod_status.terminated(pod, exit_code, self._now()))
 
     # -- nodes -----------------------------------------------------------------------------
@@ -228,11 +219,7 @@ class Kubelets:
         conditions = pod_status.with_condition(
             node["status"].get("conditions") or [], ready_condition(ready, now)
         )
-        taints = [
-            t
-            for t in node["spec"].get("taints") or []
-            if t.get("key") != NOT_READY_TAINTS[0]["key"]
-        ]
+        taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != NOT_READY_TAINTS[0]["key"]]
         if not ready:
             taints.extend(dict(t) for t in NOT_READY_TAINTS)
         updated = self._store.update(

@@ -88,9 +88,7 @@ def parse_node_entry(entry: Mapping[str, Any]) -> list[NodeSpec]:
         return [NodeSpec(name=str(entry["name"]), **common)]
     if "namePrefix" not in entry or "count" not in entry:
         raise NodeFileError(f"a node needs a name, or namePrefix and count: {dict(entry)!r}")
-    return [
-        NodeSpec(name=f"{entry['namePrefix']}{i}", **common) for i in range(int(entry["count"]))
-    ]
+    return [NodeSpec(name=f"{entry['namePrefix']}{i}", **common) for i in range(int(entry["count"]))]
 
 
 def parse_node_entries(entries: Any) -> list[NodeSpec]:
@@ -99,9 +97,7 @@ def parse_node_entries(entries: Any) -> list[NodeSpec]:
         raise NodeFileError("the nodes file must hold a YAML list of nodes")
     specs = [spec for entry in entries for spec in parse_node_entry(entry)]
     names = [spec.name for spec in specs]
-    duplicates = (
-        sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
-    )
+    duplicates = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
     if duplicates:
         raise NodeFileError(f"duplicate node names: {duplicates}")
     return specs

@@ -163,9 +163,7 @@ class Operations:
                 binding_name,
                 f"pod {binding_name} is being deleted, cannot be assigned to a host",
             )
-        await self._admission.validate(
-            self._attributes("CREATE", PODS, "binding", binding, None, pod)
-        )
+        await self._admission.validate(self._attributes("CREATE", PODS, "binding", binding, None, pod))
         bound = pod_status.bound(pod, target, timestamp(self._clock()))
         annotations = (binding.get("metadata") or {}).get("annotations")
         if annotations:
@@ -180,9 +178,7 @@ class Operations:
         """pods/eviction: with no disruption budgets to consult, an eviction deletes the pod."""
         pod = self._store.get(PODS, namespace, name)
         body = eviction if isinstance(eviction, dict) else {}
-        await self._admission.validate(
-            self._attributes("CREATE", PODS, "eviction", body, None, pod)
-        )
+        await self._admission.validate(self._attributes("CREATE", PODS, "eviction", body, None, pod))
         self._store.delete(PODS, namespace, name)
         return success_status(201)
 
@@ -214,8 +210,6 @@ class Operations:
         if mutated is None:
             return original
         if not isinstance(mutated, dict) or not isinstance(mutated.get("metadata"), dict):
-            raise errors.internal(
-                "a mutating webhook returned a patch that does not yield an object"
-            )
+            raise errors.internal("a mutating webhook returned a patch that does not yield an object")
         mutated["apiVersion"], mutated["kind"] = kind.api_version, kind.kind
         return mutated

@@ -81,19 +81,13 @@ def _merge_list(target: Any, patch: list[Any], field: str) -> list[Any]:
     if (
         key is None
         or not isinstance(target, list)
-        or not all(
-            isinstance(item, dict) and key in item for item in patch if item.get("$patch") is None
-        )
+        or not all(isinstance(item, dict) and key in item for item in patch if item.get("$patch") is None)
     ):
         return [copy.deepcopy(item) for item in patch if not _is_directive(item)]
     merged = list(target)
     for item in patch:
         position = next(
-            (
-                i
-                for i, old in enumerate(merged)
-                if isinstance(old, dict) and old.get(key) == item.get(key)
-            ),
+            (i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == item.get(key)),
             None,
         )
         if isinstance(item, dict) and item.get("$patch") == "delete":

@@ -26,9 +26,7 @@ class Rejection:
     message: str
 
 
-def admit(
-    requests: Resources, used: Mapping[str, int], allocatable: Mapping[str, int]
-) -> Rejection | None:
+def admit(requests: Resources, used: Mapping[str, int], allocatable: Mapping[str, int]) -> Rejection | None:
     """None when the pod fits what is left on the node, else the kubelet's refusal."""
     for name, amount in sorted(requests.items()):
         capacity = allocatable.get(name, 0)
@@ -47,9 +45,7 @@ def admit(
     return None
 
 
-def with_condition(
-    conditions: list[dict[str, Any]], condition: dict[str, Any]
-) -> list[dict[str, Any]]:
+def with_condition(conditions: list[dict[str, Any]], condition: dict[str, Any]) -> list[dict[str, Any]]:
     """The list with `condition` replacing any of the same type (kept in place)."""
     replaced = [condition if c.get("type") == condition["type"] else c for c in conditions]
     if not any(c.get("type") == condition["type"] for c in conditions):
@@ -78,9 +74,7 @@ def bound(pod: dict[str, Any], node: str, now: str) -> dict[str, Any]:
     conditions = with_condition(
         (pod.get("status") or {}).get("conditions") or [], condition("PodScheduled", True, now)
     )
-    return _with_status(
-        {**pod, "spec": {**pod["spec"], "nodeName": node}}, {"conditions": conditions}
-    )
+    return _with_status({**pod, "spec": {**pod["spec"], "nodeName": node}}, {"conditions": conditions})
 
 
 def _container_id(pod: dict[str, Any], container: str) -> str:

@@ -104,9 +104,7 @@ class Store:
 
     # -- creating --------------------------------------------------------------------------
 
-    def prepare_create(
-        self, kind: Kind, body: dict[str, Any], namespace: str = ""
-    ) -> dict[str, Any]:
+    def prepare_create(self, kind: Kind, body: dict[str, Any], namespace: str = "") -> dict[str, Any]:
         """The object as it will be stored, before admission: defaults, name, uid, timestamps."""
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
@@ -119,8 +117,7 @@ class Store:
             given = metadata.get("namespace")
             if namespace and given and given != namespace:
                 raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on "
-                    "the request"
+                    "the namespace of the provided object does not match the namespace sent on the request"
                 )
             metadata["namespace"] = namespace or given or "default"
             if self.find(NAMESPACES, "", metadata["namespace"]) is None:
@@ -199,8 +196,7 @@ class Store:
         metadata: dict[str, Any] = given if isinstance(given, dict) else {}
         if metadata.get("name") not in (None, name):
             raise errors.bad_request(
-                f"the name of the object ({metadata['name']}) does not match the name on the URL "
-                f"({name})"
+                f"the name of the object ({metadata['name']}) does not match the name on the URL ({name})"
             )
         wanted = metadata.get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
@@ -306,9 +302,7 @@ class Store:
 
     # -- owner references and garbage collection --------------------------------------------
 
-    def _track_owners(
-        self, kind: Kind, old: dict[str, Any] | None, new: dict[str, Any] | None
-    ) -> None:
+    def _track_owners(self, kind: Kind, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         for obj, adding in ((old, False), (new, True)):
             if obj is None:
                 continue
@@ -347,9 +341,7 @@ class Store:
             if dependent is None or dependent["metadata"]["uid"] != uid:
                 continue
             references = [
-                r
-                for r in dependent["metadata"].get("ownerReferences") or []
-                if r.get("uid") != owner_uid
+                r for r in dependent["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid
             ]
             orphaned = {
                 **dependent,
@@ -363,9 +355,7 @@ class Store:
         self._resource_version += 1
         return self._resource_version
 
-    def _commit(
-        self, type_: str, kind: Kind, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> None:
+    def _commit(self, type_: str, kind: Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         event = WatchEvent(int(obj["metadata"]["resourceVersion"]), type_, kind, obj, old)
         self._history.append(event)
         self._undelivered.append(event)

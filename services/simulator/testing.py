@@ -28,9 +28,7 @@ T = TypeVar("T")
 
 
 class RunningSimulator:
-    def __init__(
-        self, server: SimulatorServer, loop: asyncio.AbstractEventLoop, kubeconfig: Path
-    ) -> None:
+    def __init__(self, server: SimulatorServer, loop: asyncio.AbstractEventLoop, kubeconfig: Path) -> None:
         self._server, self._loop = server, loop
         self.kubeconfig_path = kubeconfig
 
@@ -66,9 +64,7 @@ class RunningSimulator:
 
 
 @contextmanager
-def running_simulator(
-    nodes: list[NodeSpec] | None = None, **settings: Any
-) -> Iterator[RunningSimulator]:
+def running_simulator(nodes: list[NodeSpec] | None = None, **settings: Any) -> Iterator[RunningSimulator]:
     with tempfile.TemporaryDirectory(prefix="simulator-") as directory:
         kubeconfig = Path(directory) / "kubeconfig"
         options = {"port": 0, "kubeconfig": kubeconfig, **settings}

@@ -15,9 +15,7 @@ from typing import Any
 from services.simulator.errors import FieldCause
 from services.simulator.kinds import Kind
 
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -81,9 +79,7 @@ def _qos_class(containers: list[dict[str, Any]]) -> str:
         resources = container.get("resources") or {}
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
         requests_any = requests_any or bool(requests) or bool(limits)
-        if not limits or any(
-            requests.get(r, limits.get(r)) != limits.get(r) for r in ("cpu", "memory")
-        ):
+        if not limits or any(requests.get(r, limits.get(r)) != limits.get(r) for r in ("cpu", "memory")):
             guaranteed = False
         if not ({"cpu", "memory"} <= set(limits)):
             guaranteed = False
@@ -137,8 +133,6 @@ def _validate_pod(spec: dict[str, Any]) -> list[FieldCause]:
             )
         if not container.get("image"):
             causes.append(
-                FieldCause(
-                    "FieldValueRequired", "Required value", f"spec.containers[{index}].image"
-                )
+                FieldCause("FieldValueRequired", "Required value", f"spec.containers[{index}].image")
             )
     return causes

@@ -84,9 +84,7 @@ async def serve_watch(
         start = params.get("resourceVersion") or "0"
         try:
             if start == "0":
-                replay = [
-                    _line("ADDED", obj) for obj in store.iterate(kind) if watch_filter.matches(obj)
-                ]
+                replay = [_line("ADDED", obj) for obj in store.iterate(kind) if watch_filter.matches(obj)]
             else:
                 replay = [
                     line
@@ -102,9 +100,7 @@ async def serve_watch(
             await send({"type": "http.response.body", "body": b"".join(replay), "more_body": True})
         bookmarks = params.get("allowWatchBookmarks") in ("true", "1")
         timeout = float(params.get("timeoutSeconds") or DEFAULT_TIMEOUT)
-        await _stream(
-            store, kind, queue, receive, send, timeout, bookmark_interval if bookmarks else None
-        )
+        await _stream(store, kind, queue, receive, send, timeout, bookmark_interval if bookmarks else None)
     finally:
         unsubscribe()
 
@@ -147,9 +143,7 @@ async def _stream(
                 lines = [getter.result()]
                 while not queue.empty():
                     lines.append(queue.get_nowait())
-                await send(
-                    {"type": "http.response.body", "body": b"".join(lines), "more_body": True}
-                )
+                await send({"type": "http.response.body", "body": b"".join(lines), "more_body": True})
             else:
                 getter.cancel()
             if bookmark_interval and loop.time() >= next_bookmark and queue.empty():
@@ -163,13 +157,9 @@ async def _stream(
                 next_bookmark = loop.time() + bookmark_interval
         leftover = [queue.get_nowait() for _ in range(queue.qsize())]
         if leftover:
-            await send(
-                {"type": "http.response.body", "body": b"".join(leftover), "more_body": True}
-            )
+            await send({"type": "http.response.body", "body": b"".join(leftover), "more_body": True})
         if bookmark_interval:
-            await send(
-                {"type": "http.response.body", "body": _bookmark(kind, store), "more_body": True}
-            )
+            await send({"type": "http.response.body", "body": _bookmark(kind, store), "more_body": True})
         await send({"type": "http.response.body", "body": b""})
     finally:
         disconnected.cancel()
