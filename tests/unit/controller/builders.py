@@ -22,9 +22,7 @@ CREATED = NOW - timedelta(hours=1)
 def pods(task: str, *phases: str, job: str = "job", version: int = 0) -> tuple[PodView, ...]:
     """Pods `<job>-<task>-<i>` in the given phases."""
     return tuple(
-        PodView(
-            f"{job}-{task}-{i}", task, i, uid=f"uid-{task}-{i}", phase=phase, job_version=version
-        )
+        PodView(f"{job}-{task}-{i}", task, i, uid=f"uid-{task}-{i}", phase=phase, job_version=version)
         for i, phase in enumerate(phases)
     )
 

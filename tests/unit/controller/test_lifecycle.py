@@ -176,9 +176,7 @@ def test_depends_on_gates_pod_creation(
         tasks=(*DEPENDS, TaskSpec("db", 1, 1), TaskSpec("worker", 1, 1, depends_on=depends_on)),
         pod_list=(*ready, *pods("db", *extra_task_pods)),
     )
-    assert (
-        "job-worker-0" in _created(transition(s, ev.OutOfSync(), NOW).effects)
-    ) == creates_worker
+    assert ("job-worker-0" in _created(transition(s, ev.OutOfSync(), NOW).effects)) == creates_worker
 
 
 def test_running_pod_with_unready_containers_does_not_satisfy_dependents() -> None:
@@ -194,9 +192,7 @@ def test_running_pod_with_unready_containers_does_not_satisfy_dependents() -> No
 def test_podgroup_pending_event_reports_the_unschedulable_condition() -> None:
     s = replace(
         state("Pending", podgroup="Pending"),
-        podgroup=PodGroupView(
-            "job-uid-1", "Pending", "Unschedulable", "3/3 tasks in gang unschedulable"
-        ),
+        podgroup=PodGroupView("job-uid-1", "Pending", "Unschedulable", "3/3 tasks in gang unschedulable"),
     )
     result = transition(s, ev.OutOfSync(), NOW)
     assert (
@@ -228,8 +224,7 @@ def test_command_is_recorded_then_executed() -> None:
         RecordEvent(
             "Normal",
             "CommandIssued",
-            "Start to execute command AbortJob, and clean it "
-            "up to make sure executed not more than once.",
+            "Start to execute command AbortJob, and clean it up to make sure executed not more than once.",
         ),
         RecordEvent("Normal", "ExecuteAction", "Start to execute action AbortJob "),
     )
@@ -265,9 +260,7 @@ def test_retry_limit_reached_terminates_the_job() -> None:
     s = state("Running", pod_list=pods("worker", "Running"))
     result = transition(s, ev.RetryLimitReached("RestartJob"), NOW)
     assert (
-        RecordEvent(
-            "Normal", "ExecuteAction", "Job failed on action RestartJob for retry limit reached"
-        )
+        RecordEvent("Normal", "ExecuteAction", "Job failed on action RestartJob for retry limit reached")
         in result.effects
     )
     assert result.state.status.phase == "Terminating"
@@ -362,9 +355,7 @@ EVENTS = st.one_of(
         ev.CommandIssued,
         st.sampled_from(["AbortJob", "ResumeJob", "RestartJob", "CompleteJob", "TerminateJob"]),
     ),
-    st.builds(
-        ev.PodFailed, st.just("job-worker-0"), st.just("worker"), exit_code=st.integers(0, 3)
-    ),
+    st.builds(ev.PodFailed, st.just("job-worker-0"), st.just("worker"), exit_code=st.integers(0, 3)),
     st.builds(ev.PodEvicted, st.just("job-worker-1"), st.just("worker")),
     st.builds(ev.PodRunning, st.just("job-worker-2"), st.just("worker")),
     st.just(ev.OutOfSync()),

@@ -166,10 +166,7 @@ def _running(**kwargs: object) -> object:
 
 def test_immediate_action_is_announced_and_executed() -> None:
     result = transition(_running(policies=[RESTART]), FAILED_0, NOW)  # type: ignore[arg-type]
-    assert (
-        RecordEvent("Normal", "ExecuteAction", "Start to execute action RestartJob ")
-        in result.effects
-    )
+    assert RecordEvent("Normal", "ExecuteAction", "Start to execute action RestartJob ") in result.effects
     assert result.state.status.phase == "Restarting"
     assert result.state.status.retry_count == 1
 
@@ -277,9 +274,7 @@ def test_pod_events_cancel_their_pods_timers(
         "pod-action-cancels-same-pod-only",
     ],
 )
-def test_executed_action_cancels_superseded_timers(
-    action: str, target_pod: str, cancelled: set[str]
-) -> None:
+def test_executed_action_cancels_superseded_timers(action: str, target_pod: str, cancelled: set[str]) -> None:
     timers = [
         _timer("job-worker-1", "RestartJob", "PodFailed"),
         _timer("job-ps-0", "TerminateJob", "PodEvicted", task="ps"),
@@ -317,9 +312,7 @@ def test_stale_pod_event_only_syncs() -> None:
 
 
 def test_event_of_a_previous_job_with_same_name_only_syncs() -> None:
-    s = state(
-        "Running", pod_list=pods("worker", "Failed", "Running", "Running"), policies=[RESTART]
-    )
+    s = state("Running", pod_list=pods("worker", "Failed", "Running", "Running"), policies=[RESTART])
     foreign = ev.PodFailed("job-worker-0", "worker", job_uid="another-uid", exit_code=1)
     assert transition(s, foreign, NOW).state.status.phase == "Running"
 
