@@ -58,9 +58,7 @@ def validate(admission_review: Mapping[str, Any], ctx: AdmissionContext) -> dict
     return review(admission_review, ctx, "validate")
 
 
-def review(
-    admission_review: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
-) -> dict[str, Any]:
+def review(admission_review: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook) -> dict[str, Any]:
     """The AdmissionReview (v1) answering `admission_review["request"]`."""
     request = admission_review.get("request")
     if not isinstance(request, Mapping):
@@ -89,8 +87,7 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
         size = len(orjson.dumps(new))
         if size > ctx.max_object_bytes:
             message = (
-                f"{details['kind']} is too large: {size} bytes, "
-                f"the limit is {ctx.max_object_bytes} bytes"
+                f"{details['kind']} is too large: {size} bytes, the limit is {ctx.max_object_bytes} bytes"
             )
             return _denied(message, "RequestEntityTooLarge", TOO_LARGE_CODE, [], details)
     if webhook == "mutate":

@@ -79,9 +79,7 @@ class VolcanoModel(BaseModel):
             value = getattr(self, name)
             key = field.alias if info.by_alias and field.alias else name
             if isinstance(value, VolcanoModel):
-                nested = value.model_dump(
-                    by_alias=info.by_alias, exclude_unset=True, mode=info.mode
-                )
+                nested = value.model_dump(by_alias=info.by_alias, exclude_unset=True, mode=info.mode)
                 if nested:
                     body[key] = nested
             elif value != field.get_default(call_default_factory=True):

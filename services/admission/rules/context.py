@@ -18,9 +18,7 @@ VOLCANO_JOB_PLUGINS: frozenset[str] = frozenset(
     {"ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray"}
 )
 # Kubernetes creates these two classes itself; they always exist.
-BUILTIN_PRIORITY_CLASSES: frozenset[str] = frozenset(
-    {"system-cluster-critical", "system-node-critical"}
-)
+BUILTIN_PRIORITY_CLASSES: frozenset[str] = frozenset({"system-cluster-critical", "system-node-critical"})
 # etcd's default request limit; a larger object could never be stored anyway.
 DEFAULT_MAX_OBJECT_BYTES = 1_572_864
 

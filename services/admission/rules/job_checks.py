@@ -33,14 +33,10 @@ def partition_errors(task: Mapping[str, Any], path: str, where: str) -> list[Fie
     errors: list[FieldError] = []
     if total <= 0:
         errors.append(
-            FieldError(
-                f"{here}.totalPartitions", f"'TotalPartitions' must be greater than 0 {where}"
-            )
+            FieldError(f"{here}.totalPartitions", f"'TotalPartitions' must be greater than 0 {where}")
         )
     elif size <= 0:
-        errors.append(
-            FieldError(f"{here}.partitionSize", f"'PartitionSize' must be greater than 0 {where}")
-        )
+        errors.append(FieldError(f"{here}.partitionSize", f"'PartitionSize' must be greater than 0 {where}"))
     elif int_value(task.get("replicas")) != total * size:
         errors.append(
             FieldError(
@@ -65,8 +61,7 @@ def network_topology(topology: Any, field: str) -> list[FieldError]:
         and topology.get("highestTierName")
     ):
         message = (
-            "must not specify 'highestTierAllowed' and 'highestTierName' "
-            "in networkTopology simultaneously"
+            "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
         )
         return [FieldError(field, message, "FieldValueForbidden")]
     return []

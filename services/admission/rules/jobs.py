@@ -119,22 +119,16 @@ def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[F
         if plugin not in ctx.known_plugins:
             message = f"unable to find job plugin: {plugin}"
             errors.append(
-                FieldError(
-                    f"spec.plugins.{plugin}", message, "FieldValueNotSupported", f" {message};"
-                )
+                FieldError(f"spec.plugins.{plugin}", message, "FieldValueNotSupported", f" {message};")
             )
     errors += volume_errors(spec.get("volumes") or [])
     errors += _queue_errors(str(spec.get("queue") or DEFAULT_QUEUE), ctx)
     priority_class = spec.get("priorityClassName")
     if priority_class and not ctx.priority_class_exists(str(priority_class)):
         message = f"no PriorityClass with name {priority_class} was found"
-        errors.append(
-            FieldError("spec.priorityClassName", message, "FieldValueNotSupported", f" {message};")
-        )
+        errors.append(FieldError("spec.priorityClassName", message, "FieldValueNotSupported", f" {message};"))
     if any(task.get("dependsOn") for task in tasks) and not is_dag(tasks):
-        message = (
-            "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
-        )
+        message = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
         errors.append(FieldError("spec.tasks", message, text=f" {message};"))
     return errors
 
@@ -170,15 +164,11 @@ def _task_errors(tasks: Sequence[dict[str, Any]], job_name: str) -> list[FieldEr
             errors.append(_fragment(f"{path}.minAvailable", message))
         if label_errors := dns1123_label_errors(task_name):
             errors.append(
-                FieldError(
-                    f"{path}.name", ", ".join(label_errors), text=f" {go_list(label_errors)};"
-                )
+                FieldError(f"{path}.name", ", ".join(label_errors), text=f" {go_list(label_errors)};")
             )
         if task_name in seen:
             message = f"duplicated task name {task_name}"
-            errors.append(
-                FieldError(f"{path}.name", message, "FieldValueDuplicate", f" {message};")
-            )
+            errors.append(FieldError(f"{path}.name", message, "FieldValueDuplicate", f" {message};"))
             break  # Volcano stops looking at tasks here
         seen.add(task_name)
         errors += validate_policies(task.get("policies"), f"{path}.policies", "spec.tasks.policies")
@@ -207,9 +197,7 @@ def _topology_policy(task: Mapping[str, Any], index: int) -> list[FieldError]:
         resources = container.get("resources") or {}
         cpu = (resources.get("requests") or resources.get("limits") or {}).get("cpu", 0)
         if not is_whole_cpu(cpu):
-            message = (
-                f"the cpu request isn't an integer in spec.task[{index}] container[{position}]."
-            )
+            message = f"the cpu request isn't an integer in spec.task[{index}] container[{position}]."
             return [FieldError(f"spec.tasks[{index}].topologyPolicy", message)]
     return []
 
@@ -221,18 +209,13 @@ def _queue_errors(queue: str, ctx: AdmissionContext) -> list[FieldError]:
         return [FieldError("spec.queue", message, "FieldValueNotSupported", f" {message};")]
     errors = []
     if view.state != "Open":
-        message = (
-            "can only submit job to queue with state `Open`, "
-            f"queue `{queue}` status is `{view.state}`"
-        )
+        message = f"can only submit job to queue with state `Open`, queue `{queue}` status is `{view.state}`"
         errors.append(FieldError("spec.queue", message, text=f" {message};"))
     if queue == ROOT_QUEUE:
         message = "can not submit job to root queue"
         errors.append(FieldError("spec.queue", message, "FieldValueForbidden", f" {message};"))
     elif children := ctx.children(queue):
-        message = (
-            f"can only submit job to leaf queue, queue `{queue}` has {len(children)} child queues"
-        )
+        message = f"can only submit job to leaf queue, queue `{queue}` has {len(children)} child queues"
         errors.append(FieldError("spec.queue", message, text=f" {message};"))
     return errors
 
@@ -251,11 +234,7 @@ def validate_job_update(
         if replicas < 0:
             return [FieldError(f"{path}.replicas", f"'replicas' must be >= 0 in task: {task_name}")]
         if minimum is not None and int_value(minimum) < 0:
-            return [
-                FieldError(
-                    f"{path}.minAvailable", f"'minAvailable' must be >= 0 in task: {task_name}"
-                )
-            ]
+            return [FieldError(f"{path}.minAvailable", f"'minAvailable' must be >= 0 in task: {task_name}")]
         if minimum is not None and int_value(minimum) > replicas:
             return [
                 FieldError(
@@ -269,21 +248,13 @@ def validate_job_update(
         total += replicas
     minimum = int_value(spec.get("minAvailable"))
     if minimum > total:
-        return [
-            FieldError(
-                "spec.minAvailable", "job 'minAvailable' must not be greater than total replicas"
-            )
-        ]
+        return [FieldError("spec.minAvailable", "job 'minAvailable' must not be greater than total replicas")]
     if minimum < 0:
         return [FieldError("spec.minAvailable", "job 'minAvailable' must be >= 0")]
     if topology := network_topology(spec.get("networkTopology"), "spec.networkTopology"):
         return topology
     if len(tasks) != len(old_tasks):
-        return [
-            FieldError(
-                "spec.tasks", "job updates may not add or remove tasks", "FieldValueForbidden"
-            )
-        ]
+        return [FieldError("spec.tasks", "job updates may not add or remove tasks", "FieldValueForbidden")]
     if _frozen_part(spec) != _frozen_part(old_spec):
         return [FieldError("spec", UPDATE_FORBIDDEN, "FieldValueForbidden")]
     return []
@@ -307,9 +278,7 @@ def _without_empty(value: Any) -> Any:
     if isinstance(value, dict):
         cleaned = {key: _without_empty(item) for key, item in value.items()}
         return {
-            key: item
-            for key, item in cleaned.items()
-            if item not in (None, "", 0, [], {}) or item is False
+            key: item for key, item in cleaned.items() if item not in (None, "", 0, [], {}) or item is False
         }
     if isinstance(value, list):
         return [_without_empty(item) for item in value]

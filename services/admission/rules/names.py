@@ -88,7 +88,5 @@ def qualified_name_errors(value: str) -> list[str]:
     elif len(name) > LABEL_MAX:
         errors.append("name part " + _max_len(LABEL_MAX))
     if not _QUALIFIED.match(name):
-        errors.append(
-            "name part " + _regex_error(message, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
-        )
+        errors.append("name part " + _regex_error(message, _QUALIFIED_FMT, "MyName", "my.name", "123-abc"))
     return errors

@@ -32,11 +32,7 @@ def diff(before: Any, after: Any, path: str = "") -> JsonPatch:
                 ops.extend(diff(before[key], value, here))
         return ops
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        return [
-            op
-            for index, item in enumerate(before)
-            for op in diff(item, after[index], f"{path}/{index}")
-        ]
+        return [op for index, item in enumerate(before) for op in diff(item, after[index], f"{path}/{index}")]
     if _same(before, after):
         return []
     return [{"op": "replace", "path": path, "value": after}]

@@ -35,9 +35,7 @@ def default_podgroup(podgroup: Mapping[str, Any], ctx: AdmissionContext) -> dict
     return result
 
 
-def validate_podgroup_create(
-    podgroup: Mapping[str, Any], ctx: AdmissionContext
-) -> list[FieldError]:
+def validate_podgroup_create(podgroup: Mapping[str, Any], ctx: AdmissionContext) -> list[FieldError]:
     spec = podgroup.get("spec") or {}
     return _queue_errors(spec.get("queue"), ctx) + _topology_errors(spec)
 
@@ -51,8 +49,7 @@ def _queue_errors(queue: Any, ctx: AdmissionContext) -> list[FieldError]:
         return [FieldError("spec.queue", message, "FieldValueNotSupported")]
     if view.state != "Open":
         message = (
-            "can only submit PodGroup to queue with state `Open`, "
-            f"queue `{queue}` status is `{view.state}`."
+            f"can only submit PodGroup to queue with state `Open`, queue `{queue}` status is `{view.state}`."
         )
         return [FieldError("spec.queue", message)]
     return []

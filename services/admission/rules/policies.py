@@ -35,14 +35,10 @@ VALID_ACTIONS: tuple[str, ...] = (
     Action.COMPLETE_JOB,
     Action.RESUME_JOB,
 )
-VALID_LISTS = (
-    f" valid events are {go_list(VALID_EVENTS)}, valid actions are {go_list(VALID_ACTIONS)};"
-)
+VALID_LISTS = f" valid events are {go_list(VALID_EVENTS)}, valid actions are {go_list(VALID_ACTIONS)};"
 
 
-def validate_policies(
-    policies: Sequence[Any] | None, field: str, volcano_path: str
-) -> list[FieldError]:
+def validate_policies(policies: Sequence[Any] | None, field: str, volcano_path: str) -> list[FieldError]:
     """Errors of one policy list; `field` is the real path (`spec.tasks[0].policies`),
     `volcano_path` the one Volcano prints (`spec.tasks.policies`)."""
     found: list[tuple[str, str, Reason]] = []  # (field, message, reason)
@@ -54,14 +50,10 @@ def validate_policies(
         events = _events_of(policy)
         exit_code = policy.get("exitCode")
         if events and exit_code is not None:
-            found.append(
-                (here, "must not specify event and exitCode simultaneously", "FieldValueForbidden")
-            )
+            found.append((here, "must not specify event and exitCode simultaneously", "FieldValueForbidden"))
             break
         if not events and exit_code is None:
-            found.append(
-                (here, "either event and exitCode should be specified", "FieldValueRequired")
-            )
+            found.append((here, "either event and exitCode should be specified", "FieldValueRequired"))
             break
         if events:
             problem = _event_problem(policy, events, seen_events, here, volcano_path)
@@ -70,20 +62,14 @@ def validate_policies(
                 break
         else:
             if exit_code == 0:
-                found.append(
-                    (f"{here}.exitCode", "0 is not a valid error code", "FieldValueInvalid")
-                )
+                found.append((f"{here}.exitCode", "0 is not a valid error code", "FieldValueInvalid"))
                 break
             if exit_code in seen_codes:
-                found.append(
-                    (f"{here}.exitCode", f"duplicate exitCode {exit_code}", "FieldValueDuplicate")
-                )
+                found.append((f"{here}.exitCode", f"duplicate exitCode {exit_code}", "FieldValueDuplicate"))
                 break
             seen_codes.add(exit_code)
     if Event.ANY in seen_events and len(seen_events) > 1:
-        found.append(
-            (field, "if there's * here, no other policy should be here", "FieldValueInvalid")
-        )
+        found.append((field, "if there's * here, no other policy should be here", "FieldValueInvalid"))
     if not found:
         return []
     count = "1 error occurred" if len(found) == 1 else f"{len(found)} errors occurred"

@@ -60,17 +60,13 @@ def validate_queue_delete(name: str, ctx: AdmissionContext) -> list[FieldError]:
     if view is None:
         return []  # unknown here: let the API server answer for an object it holds
     if ctx.enable_queue_allocated_pods_check and view.allocated_pods > 0:
-        message = (
-            f"queue {name} cannot be deleted because it has allocated Pods: {view.allocated_pods}"
-        )
+        message = f"queue {name} cannot be deleted because it has allocated Pods: {view.allocated_pods}"
         return [_refusal(message)]
     if jobs := ctx.jobs_per_queue.get(name, 0):
         return [_refusal(f"queue {name} cannot be deleted because it still holds {jobs} jobs")]
     if children := ctx.children(name):
         names = ", ".join(child.name for child in children)
-        message = (
-            f"queue {name} can not be deleted because it has {len(children)} child queues: {names}"
-        )
+        message = f"queue {name} can not be deleted because it has {len(children)} child queues: {names}"
         return [_refusal(message)]
     return []
 
@@ -92,9 +88,7 @@ def _validate(
         return [FieldError("spec.parent", parent_error)]
     root_protected = view.name == ROOT_QUEUE and ctx.enable_root_queue_protection
     if old_view is not None and root_protected and _resources_of(view) != _resources_of(old_view):
-        message = (
-            "root queue's resource attributes (capability, deserved, guarantee) cannot be modified"
-        )
+        message = "root queue's resource attributes (capability, deserved, guarantee) cannot be modified"
         return [FieldError("spec", message, "FieldValueForbidden")]
     recheck = old_view is None or _resources_changed(view, old_view)
     if view.name != ROOT_QUEUE and recheck and (hierarchy_error := _hierarchy_error(view, ctx)):
@@ -122,9 +116,7 @@ def _field_errors(queue: Mapping[str, Any], ctx: AdmissionContext) -> list[Field
         detail = "queue weight must be a positive integer"
         if isinstance(weight, int) and weight > MAX_WEIGHT:
             detail = f"queue weight must be no more than {MAX_WEIGHT}"
-        errors.append(
-            FieldError("spec.weight", go_invalid("requestBody.spec.weight", weight, detail))
-        )
+        errors.append(FieldError("spec.weight", go_invalid("requestBody.spec.weight", weight, detail)))
     lists = {
         "capability": spec.get("capability") or {},
         "deserved": spec.get("deserved") or {},
@@ -138,23 +130,17 @@ def _field_errors(queue: Mapping[str, Any], ctx: AdmissionContext) -> list[Field
             try:
                 value = parse_quantity(written)
             except (QuantityError, TypeError) as error:
-                errors.append(
-                    FieldError(f"spec.{part}[{name}]", go_invalid(path, written, str(error)))
-                )
+                errors.append(FieldError(f"spec.{part}[{name}]", go_invalid(path, written, str(error))))
                 continue
             if value < 0:
                 detail = "must be greater than or equal to 0"
-                errors.append(
-                    FieldError(f"spec.{part}[{name}]", go_invalid(path, str(written), detail))
-                )
+                errors.append(FieldError(f"spec.{part}[{name}]", go_invalid(path, str(written), detail)))
             parsed[part][name] = value
     errors += _share_errors(lists, parsed)
     state = (queue.get("status") or {}).get("state")
     if state and state not in ("Open", "Closed"):
         detail = "queue state must be in [Open Closed]"
-        errors.append(
-            FieldError("status.state", go_invalid("requestBody.spec.state", state, detail))
-        )
+        errors.append(FieldError("status.state", go_invalid("requestBody.spec.state", state, detail)))
     errors += _hierarchy_annotation_errors(queue, ctx)
     return errors
 
@@ -171,9 +157,7 @@ def _share_errors(
         shown = lists["guarantee.resource"][name]
         if name not in deserved:
             detail = f"deserved[{name}] must be >= guarantee[{name}]={shown}"
-            errors.append(
-                FieldError(field, go_invalid(path, "<nil>", detail), "FieldValueRequired")
-            )
+            errors.append(FieldError(field, go_invalid(path, "<nil>", detail), "FieldValueRequired"))
         elif deserved[name] < guaranteed:
             written = lists["deserved"][name]
             detail = f"deserved[{name}]={written} must be >= guarantee[{name}]={shown}"
@@ -183,15 +167,11 @@ def _share_errors(
             written, limit = lists["deserved"][name], lists["capability"][name]
             detail = f"deserved[{name}]={written} must be <= capability[{name}]={limit}"
             path = f"requestBody.spec.deserved.{name}"
-            errors.append(
-                FieldError(f"spec.deserved[{name}]", go_invalid(path, str(written), detail))
-            )
+            errors.append(FieldError(f"spec.deserved[{name}]", go_invalid(path, str(written), detail)))
     return errors
 
 
-def _hierarchy_annotation_errors(
-    queue: Mapping[str, Any], ctx: AdmissionContext
-) -> list[FieldError]:
+def _hierarchy_annotation_errors(queue: Mapping[str, Any], ctx: AdmissionContext) -> list[FieldError]:
     annotations = (queue.get("metadata") or {}).get("annotations") or {}
     hierarchy, weights = annotations.get(HIERARCHY, ""), annotations.get(HIERARCHY_WEIGHTS, "")
     if not hierarchy and not weights:
@@ -216,8 +196,7 @@ def _hierarchy_annotation_errors(
     for other in sorted(ctx.queues.values(), key=lambda view: view.name):
         if other.hierarchy and other.name != name and other.hierarchy.startswith(hierarchy + "/"):
             detail = (
-                f"{hierarchy} is not allowed to be in the sub path of {other.hierarchy} "
-                f"of queue {other.name}"
+                f"{hierarchy} is not allowed to be in the sub path of {other.hierarchy} of queue {other.name}"
             )
             return [FieldError(field, go_invalid(path, hierarchy, detail))]
     return []
@@ -256,8 +235,7 @@ def _hierarchy_error(view: QueueView, ctx: AdmissionContext) -> str | None:
         parent = ctx.queues.get(view.parent)
         if parent is None:
             return (
-                f"parent queue {view.parent} not found: "
-                f'queue.scheduling.volcano.sh "{view.parent}" not found'
+                f'parent queue {view.parent} not found: queue.scheduling.volcano.sh "{view.parent}" not found'
             )
         if error := _above_ancestor(view, ctx):
             return error
@@ -307,9 +285,7 @@ def _sum_error(parent: QueueView, children: list[QueueView], label: str) -> str 
     return None
 
 
-def _children_error(
-    view: QueueView, children: list[QueueView], ctx: AdmissionContext
-) -> str | None:
+def _children_error(view: QueueView, children: list[QueueView], ctx: AdmissionContext) -> str | None:
     own = volcano_amounts(view.capability)
     if view.capability:
         for name in named(own):

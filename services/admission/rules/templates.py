@@ -43,9 +43,7 @@ def validate_template(template: Any, index: int) -> list[FieldError]:
         )
     if not found:
         return []
-    text = f"spec.task[{index}]." + "".join(
-        f"template.{path}: {message}. " for path, message, _ in found
-    )
+    text = f"spec.task[{index}]." + "".join(f"template.{path}: {message}. " for path, message, _ in found)
     return [
         FieldError(
             f"spec.tasks[{index}].template.{path}",
@@ -57,9 +55,7 @@ def validate_template(template: Any, index: int) -> list[FieldError]:
     ]
 
 
-def _container_errors(
-    container: dict[str, Any], path: str, names: set[str]
-) -> list[tuple[str, str, Reason]]:
+def _container_errors(container: dict[str, Any], path: str, names: set[str]) -> list[tuple[str, str, Reason]]:
     found: list[tuple[str, str, Reason]] = []
     name = container.get("name")
     if not name:
@@ -105,8 +101,7 @@ def _resource_errors(resources: Any, path: str) -> list[tuple[str, str, Reason]]
                 found.append(
                     (
                         f"{path}.{part}[{resource}]",
-                        f"Invalid value: {go_value(str(amount))}: "
-                        "must be greater than or equal to 0",
+                        f"Invalid value: {go_value(str(amount))}: must be greater than or equal to 0",
                         "FieldValueInvalid",
                     )
                 )

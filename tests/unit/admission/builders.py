@@ -29,9 +29,7 @@ def task(name: str = "worker", replicas: int = 1, **fields: Any) -> dict[str, An
     return body | fields
 
 
-def job(
-    name: str = "job-1", tasks: list[dict[str, Any]] | None = None, **spec: Any
-) -> dict[str, Any]:
+def job(name: str = "job-1", tasks: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -98,10 +96,7 @@ def apply_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
     """An independent RFC 6902 applier (add, remove, replace) to check our patches."""
     result = copy.deepcopy(document)
     for operation in operations:
-        tokens = [
-            token.replace("~1", "/").replace("~0", "~")
-            for token in operation["path"].split("/")[1:]
-        ]
+        tokens = [token.replace("~1", "/").replace("~0", "~") for token in operation["path"].split("/")[1:]]
         if not tokens:
             result = copy.deepcopy(operation["value"])
             continue

@@ -34,15 +34,11 @@ def _submit(manifest: dict[str, Any], ctx: AdmissionContext) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("file", "expected"), CASES["cases"].items(), ids=list(CASES["cases"]))
-def test_invalid_example_is_refused_with_volcanos_message(
-    file: str, expected: dict[str, Any]
-) -> None:
+def test_invalid_example_is_refused_with_volcanos_message(file: str, expected: dict[str, Any]) -> None:
     response = _submit(load_yaml(DATA / "invalid" / file), CLUSTER)
     assert response["allowed"] is False
     assert response["status"]["message"] == expected["message"]
-    assert [cause["field"] for cause in response["status"]["details"]["causes"]] == expected[
-        "fields"
-    ]
+    assert [cause["field"] for cause in response["status"]["details"]["causes"]] == expected["fields"]
 
 
 def test_every_invalid_manifest_has_an_expectation() -> None:

@@ -89,9 +89,7 @@ def test_every_kind_is_in_the_examples() -> None:
     ],
     ids=["job", "podgroup", "queue", "command"],
 )
-def test_load_manifest_dispatches_by_api_version_and_kind(
-    doc: dict[str, Any], model: type[Any]
-) -> None:
+def test_load_manifest_dispatches_by_api_version_and_kind(doc: dict[str, Any], model: type[Any]) -> None:
     assert type(load_manifest(doc)) is model
 
 
@@ -175,9 +173,7 @@ def test_enums_load_as_enums_and_dump_as_strings() -> None:
     assert job.spec.policies[0].event is Event.POD_EVICTED
     assert job.spec.policies[0].action is Action.RESTART_JOB
     assert job.status.state.phase is JobPhase.RUNNING
-    assert job.to_manifest()["spec"]["policies"] == [
-        {"event": "PodEvicted", "action": "RestartJob"}
-    ]
+    assert job.to_manifest()["spec"]["policies"] == [{"event": "PodEvicted", "action": "RestartJob"}]
 
 
 def test_unknown_enum_value_is_refused() -> None:
@@ -189,7 +185,7 @@ def test_changes_made_in_code_are_dumped_with_api_version_and_kind() -> None:
     queue = Queue.model_validate({"metadata": {"name": "q"}})
     queue.status.state = QueueState.CLOSED
     assert queue.to_manifest()["status"] == {"state": "Closed"}
-    built = Job(metadata={"name": "built"})  # type: ignore[arg-type]
+    built = Job(metadata={"name": "built"})
     assert built.to_manifest() == {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
