@@ -14,7 +14,7 @@ from services.scheduler.core.fairness import cluster_total, cluster_usage, compu
 from services.scheduler.core.messages import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
 from services.scheduler.core.ordering import task_order
 from services.scheduler.core.placement import Placer
-from services.scheduler.core.predicates import PredicateOptions
+from services.scheduler.core.predicates import PredicateOptions, anti_affinity_terms
 from services.scheduler.core.scoring import weights_from_conf
 from services.scheduler.core.snapshot import (
     BOUND,
@@ -69,6 +69,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
                 best_effort=all(space.names[i] == "pods" for i, _ in request),
                 order=task_order(task_info),
                 status=status,
+                has_anti_affinity=bool(anti_affinity_terms(task_info.affinity)),
             )
             gang.tasks.append(task)
             initial_count(gang, task)

@@ -97,8 +97,12 @@ class Placer:
     # --- finding a node ---------------------------------------------------------------------
     def find(self, task: TaskView, *, pipeline: bool = True) -> tuple[int, bool] | None:
         """Best node for `task` and whether it must be pipelined (wait for releasing room)."""
+        # Pods with required (anti-)affinity, or any pod once an anti-affine pod is placed,
+        # depend on where other pods are: no cached order can stand for that.
         needs_scan = (
-            self._options.enabled and self._options.pod_affinity and has_pod_affinity(task.info)
+            self._options.enabled
+            and self._options.pod_affinity
+            and (has_pod_affinity(task.info) or self._state.anti_affinity_pods > 0)
         )
         node = self._scan(task, future=False) if needs_scan else self._from_heap(task)
         if node is not None:
@@ -231,4 +235,4 @@ class Placer:
             return None
         parts = [p.rstrip(".") for p in message.split(": ", 1)[1].split(", ")]
         counted = [(int(p.split(" ", 1)[0]), p.split(" ", 1)[1]) for p in parts]
-        return max(counted, key=lambda item: (item[0], item[1]))[1]
+        return min(counted, key=lambda item: (-item[0], item[1]))[1]

@@ -62,6 +62,7 @@ class TaskView:
     order: tuple[int, int, str, str]
     status: str
     node: int = -1
+    has_anti_affinity: bool = False  # required pod anti-affinity: constrains later pods too
     schedulable: bool = False  # placed by a trial that was later discarded (Volcano "Schedulable")
     fit_error: str | None = None
 
@@ -143,6 +144,7 @@ class CycleState:
         self.queues: dict[str, QueueView] = {}
         self.gangs: list[GangView] = []
         self.commits = 0
+        self.anti_affinity_pods = 0  # placed pods whose anti-affinity later pods must respect
         self._undo: list[Callable[[], None]] | None = None
 
     # --- trials -----------------------------------------------------------------------------
@@ -179,6 +181,7 @@ class CycleState:
         if task.status == RELEASING:
             add_into(self.releasing[node], task.request)
         self.tasks_on_node[node][task.info.uid] = task
+        self.anti_affinity_pods += task.has_anti_affinity
 
     def assign(self, task: TaskView, node: int, status: str) -> None:
         """Place a pending task on `node` as ALLOCATED (to bind) or PIPELINED (to wait there)."""
@@ -187,6 +190,7 @@ class CycleState:
         self.version[node] += 1
         task.status, task.node = status, node
         self.tasks_on_node[node][task.info.uid] = task
+        self.anti_affinity_pods += task.has_anti_affinity
         task.gang.count(task.info.task_role, status, 1)
         if task.best_effort and previous == PENDING:
             task.gang.pending_best_effort -= 1
@@ -201,6 +205,7 @@ class CycleState:
                 task.gang.pending_best_effort += 1
             self._charge_queue(task, -1)
             del self.tasks_on_node[node][task.info.uid]
+            self.anti_affinity_pods -= task.has_anti_affinity
             task.status, task.node = previous, -1
             task.schedulable = True
 

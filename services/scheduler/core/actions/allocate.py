@@ -71,7 +71,10 @@ def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
             state.promote(task)  # the room a previous cycle reserved for it is free now
     todo = [t for t in gang.tasks if t.status == PENDING and not t.best_effort]
     more = False
+    failed_roles: set[str] = set()
     for position, task in enumerate(todo):
+        if task.info.task_role in failed_roles:
+            continue  # its role already failed to fit: the same spec will not fit either
         blocker = queue_blocker(gang.queue, task.request, ctx.conf)
         if blocker is not None:
             _block(gang, blocker.reason)
@@ -81,6 +84,9 @@ def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
         if found is None:
             task.fit_error = placer.fit_error(task)
             _block(gang, structured_reason(placer.first_reason(task) or "Insufficient"))
+            failed_roles.add(task.info.task_role)
+            if _worth_continuing(gang, todo[position + 1 :], failed_roles):
+                continue
             break
         node, pipelined = found
         state.assign(task, node, PIPELINED if pipelined else ALLOCATED)
@@ -92,6 +98,18 @@ def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
         return more
     state.rollback()
     return False
+
+
+def _worth_continuing(gang: GangView, rest: list[TaskView], failed_roles: set[str]) -> bool:
+    """Volcano's NeedContinueAllocating: can the tasks left still make the gang ready?"""
+    if gang.info.min_member >= len(gang.tasks):
+        return False
+    if gang.role_minimums_apply():
+        for role in failed_roles:
+            if gang.role_ready.get(role, 0) < gang.info.min_task_member.get(role, 0):
+                return False
+    left = sum(1 for t in rest if t.info.task_role not in failed_roles)
+    return gang.ready + gang.waiting + left >= gang.info.min_member
 
 
 def _room_now(ctx: CycleContext, task: TaskView) -> bool:

@@ -1,0 +1,1 @@
+"""Benchmarks: run as modules, figures recorded under benchmarks/results."""

@@ -1,0 +1,1 @@
+"""Unit tests of the scheduling core (services/scheduler/core)."""
