@@ -59,6 +59,7 @@ class Selector:
 EVERYTHING = Selector()
 
 _SET_TERM = re.compile(r"^\s*(!?)\s*([A-Za-z0-9./_-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -114,6 +115,9 @@ def parse_label_selector(text: str | None) -> Selector:
         assert requirement is not None
         if not _LABEL_KEY.match(requirement.key):
             raise bad_request(f"unable to parse requirement: invalid label key {requirement.key!r}")
+        bad_values = [v for v in requirement.values if not _LABEL_VALUE.match(v)]
+        if bad_values:
+            raise bad_request(f"unable to parse requirement: invalid label value {bad_values[0]!r}")
         requirements.append(requirement)
     return Selector(tuple(requirements))
 

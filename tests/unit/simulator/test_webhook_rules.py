@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.simulator.kinds import BY_KIND_NAME, PODS, Kind
+from services.simulator.webhook_rules import AdmissionAttributes, matching_webhooks, review_request
+
+pytestmark = pytest.mark.unit
+
+JOBS, QUEUES = BY_KIND_NAME["Job"], BY_KIND_NAME["Queue"]
+
+
+def request(
+    kind: Kind, operation: str = "CREATE", subresource: str = "", labels: dict[str, str] | None = None
+) -> AdmissionAttributes:
+    obj = {"metadata": {"name": "x", "namespace": "ns", "labels": labels or {}}}
+    return AdmissionAttributes(operation, kind, subresource, "ns" if kind.namespaced else "", "x", obj, None)
+
+
+def configuration(**webhook: Any) -> dict[str, Any]:
+    rule = {
+        "operations": ["CREATE", "UPDATE"],
+        "apiGroups": ["batch.volcano.sh"],
+        "apiVersions": ["v1alpha1"],
+        "resources": ["jobs"],
+    }
+    return {
+        "metadata": {"name": "cfg"},
+        "webhooks": [
+            {
+                "name": "w.example.com",
+                "clientConfig": {"url": "https://127.0.0.1/x"},
+                "rules": [rule],
+                **webhook,
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("webhook", "attributes", "expected"),
+    [
+        ({}, request(JOBS), True),
+        ({}, request(JOBS, "DELETE"), False),
+        ({}, request(PODS), False),
+        ({}, request(JOBS, subresource="status"), False),
+        (
+            {
+                "rules": [
+                    {"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}
+                ]
+            },
+            request(JOBS, subresource="status"),
+            True,
+        ),
+        (
+            {
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["pods/binding"],
+                    }
+                ]
+            },
+            request(PODS, subresource="binding"),
+            True,
+        ),
+        (
+            {
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": ["*"],
+                        "apiVersions": ["*"],
+                        "resources": ["*"],
+                        "scope": "Cluster",
+                    }
+                ]
+            },
+            request(JOBS),
+            False,
+        ),
+        (
+            {
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": ["*"],
+                        "apiVersions": ["*"],
+                        "resources": ["*"],
+                        "scope": "Cluster",
+                    }
+                ]
+            },
+            request(QUEUES),
+            True,
+        ),
+        ({"namespaceSelector": {"matchLabels": {"team": "a"}}}, request(JOBS), True),
+        ({"namespaceSelector": {"matchLabels": {"team": "b"}}}, request(JOBS), False),
+        ({"objectSelector": {"matchLabels": {"app": "x"}}}, request(JOBS, labels={"app": "x"}), True),
+        ({"objectSelector": {"matchLabels": {"app": "x"}}}, request(JOBS), False),
+    ],
+    ids=[
+        "match",
+        "other-operation",
+        "other-resource",
+        "subresource-not-in-*",
+        "all-subresources",
+        "pods-binding",
+        "cluster-scope-namespaced-kind",
+        "cluster-scope-queue",
+        "namespace-selected",
+        "namespace-not-selected",
+        "object-selected",
+        "object-not-selected",
+    ],
+)
+def test_which_webhooks_a_request_goes_through(
+    webhook: dict[str, Any], attributes: AdmissionAttributes, expected: bool
+) -> None:
+    found = matching_webhooks([configuration(**webhook)], attributes, {"team": "a"}, mutating=False)
+    assert bool(found) is expected
+
+
+def test_webhook_defaults_are_fail_and_ten_seconds() -> None:
+    [webhook] = matching_webhooks([configuration()], request(JOBS), {}, mutating=True)
+    assert (webhook.failure_policy, webhook.timeout_seconds, webhook.mutating) == ("Fail", 10.0, True)
+
+
+def test_review_request_names_the_resource_and_operation() -> None:
+    review = review_request("uid-1", request(JOBS, subresource="status"))
+    body = review["request"]
+    assert review["kind"] == "AdmissionReview" and review["apiVersion"] == "admission.k8s.io/v1"
+    assert body["uid"] == "uid-1"
+    assert body["resource"] == {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"}
+    assert body["kind"]["kind"] == "Job"
+    assert (body["operation"], body["namespace"], body["subResource"]) == ("CREATE", "ns", "status")
