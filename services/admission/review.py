@@ -70,7 +70,9 @@ def review(admission_review: Mapping[str, Any], ctx: AdmissionContext, webhook: 
 
 
 def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook) -> dict[str, Any]:
-    kind = request.get("kind") or {}
+    kind = request.get("kind")
+    if not isinstance(kind, Mapping):
+        return _allowed()  # no kind we could own
     resource = OUR_KINDS.get((kind.get("group", ""), kind.get("kind", "")))
     operation = str(request.get("operation", ""))
     if resource is None or request.get("subResource"):
@@ -84,15 +86,24 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
     if operation in ("CREATE", "UPDATE"):
         if not isinstance(new, dict):
             return _denied("the request carries no object", "BadRequest", 400, [], details)
-        size = len(orjson.dumps(new))
+        try:
+            size = len(orjson.dumps(new))
+        except TypeError as error:  # e.g. integers beyond 64 bits
+            return _denied(f"malformed {details['kind']}: {error}", "BadRequest", 400, [], details)
         if size > ctx.max_object_bytes:
             message = (
                 f"{details['kind']} is too large: {size} bytes, the limit is {ctx.max_object_bytes} bytes"
             )
             return _denied(message, "RequestEntityTooLarge", TOO_LARGE_CODE, [], details)
-    if webhook == "mutate":
-        return _mutation(resource, operation, new, ctx)
-    return _validation(resource, operation, new, old, request, ctx, details)
+    try:
+        if webhook == "mutate":
+            return _mutation(resource, operation, new, ctx)
+        return _validation(resource, operation, new, old, request, ctx, details)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        # A shape the schema would refuse (a list where an object belongs, ...): refuse it
+        # plainly rather than fail the webhook call.
+        message = f"malformed {details['kind']}: {type(error).__name__}: {error}"
+        return _denied(message, "BadRequest", BAD_REQUEST_CODE, [], details)
 
 
 def _mutation(resource: str, operation: str, obj: Any, ctx: AdmissionContext) -> dict[str, Any]:

@@ -7,10 +7,11 @@ anything up themselves. Defaults mirror Volcano's webhook-manager flags.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.domain.quantity import parse_quantity
 from shared.volcano import ROOT_QUEUE, Queue
 
 # Volcano's registered job plugins (pkg/controllers/job/plugins/factory.go).
@@ -53,7 +54,7 @@ class QueueView:
             deserved=dict(spec.deserved or {}),
             guarantee=dict((spec.guarantee.resource if spec.guarantee else None) or {}),
             hierarchy=annotations.get("volcano.sh/hierarchy", ""),
-            allocated_pods=int(str(allocated)),
+            allocated_pods=int(parse_quantity(allocated)),
         )
 
 
@@ -72,6 +73,12 @@ class AdmissionContext:
     max_object_bytes: int = DEFAULT_MAX_OBJECT_BYTES
     enable_root_queue_protection: bool = True
     enable_queue_allocated_pods_check: bool = True
+
+    @classmethod
+    def from_cluster(cls, queues: Iterable[Queue | Mapping[str, Any]], **settings: Any) -> AdmissionContext:
+        """A context from the cluster's Queue objects (models or JSON) plus other settings."""
+        views = [QueueView.from_queue(queue) for queue in queues]
+        return cls(queues={view.name: view for view in views}, **settings)
 
     def children(self, queue: str) -> list[QueueView]:
         """Direct child queues; a queue without a parent hangs under `root`."""

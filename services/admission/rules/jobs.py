@@ -43,7 +43,9 @@ UPDATE_FORBIDDEN = (
 
 
 def default_job(job: Mapping[str, Any], *, scheduler_name: str = "volcano") -> dict[str, Any]:
-    """The job with Volcano's CREATE defaults applied (a new dict; `job` is untouched)."""
+    """The job with Volcano's CREATE defaults applied (a new dict; `job` is untouched).
+    A shape the CRD schema refuses (a list where an object belongs) may raise TypeError or
+    AttributeError; `review` answers those with 400."""
     result = copy.deepcopy(dict(job))
     spec = result.setdefault("spec", {})
     if not spec.get("queue"):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.admission.review import mutate
+from services.admission.review import mutate, validate
 from services.admission.rules import (
     QueueView,
     default_job,
@@ -195,3 +195,63 @@ JSON = st.recursive(
 @given(JSON, JSON)
 def test_patch_turns_any_document_into_any_other(before: Any, after: Any) -> None:
     assert apply_patch(before, diff(before, after)) == after
+
+
+FIELDS = st.sampled_from(
+    [
+        "tasks",
+        "replicas",
+        "minAvailable",
+        "name",
+        "template",
+        "spec",
+        "containers",
+        "policies",
+        "event",
+        "action",
+        "exitCode",
+        "plugins",
+        "queue",
+        "volumes",
+        "mountPath",
+        "capability",
+        "deserved",
+        "guarantee",
+        "resource",
+        "weight",
+        "parent",
+        "dependsOn",
+        "partitionPolicy",
+    ]
+)
+HOSTILE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.text(max_size=4)
+    | st.sampled_from(["1", "-1", "lots"]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(FIELDS, children, max_size=4),
+    max_leaves=16,
+)
+KINDS = st.sampled_from(
+    [
+        ("batch.volcano.sh/v1alpha1", "Job"),
+        ("scheduling.volcano.sh/v1beta1", "Queue"),
+        ("scheduling.volcano.sh/v1beta1", "PodGroup"),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(KINDS, HOSTILE, HOSTILE, st.sampled_from(["CREATE", "UPDATE", "DELETE"]))
+def test_review_answers_any_input_without_raising(
+    kind: tuple[str, str], spec: Any, old_spec: Any, operation: str
+) -> None:
+    api_version, name = kind
+    new = {"apiVersion": api_version, "kind": name, "metadata": {"name": "x"}, "spec": spec}
+    old = new | {"spec": old_spec}
+    for answer in (
+        mutate(admission_review(new, operation, old=old), CTX),
+        validate(admission_review(new, operation, old=old), CTX),
+    ):
+        assert answer["response"]["allowed"] in (True, False)
