@@ -43,7 +43,7 @@ def state(
     timers: Iterable[DelayedAction] = (),
     ttl: int | None = None,
     controlled: dict[str, str] | None = None,
-    **status: int,
+    terminating: int = 0,
 ) -> JobState:
     task_tuple = tuple(tasks)
     if min_available is None:
@@ -67,7 +67,7 @@ def state(
             retry_count=retry,
             min_available=min_available,
             controlled_resources=controlled or {},
-            **status,
+            terminating=terminating,
         ),
         pods=tuple(pod_list),
         podgroup=None if podgroup is None else PodGroupView("job-uid-1", podgroup),

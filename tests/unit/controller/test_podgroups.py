@@ -164,7 +164,7 @@ def _member(phase: str, node: str | None = "n1", group: str = "pg") -> dict[str,
     }
 
 
-PG = {
+PG: dict[str, Any] = {
     "metadata": {"name": "pg", "namespace": "ns"},
     "spec": {"minMember": 2},
     "status": {"phase": "Inqueue", "conditions": [{"type": "Scheduled", "status": "True"}]},

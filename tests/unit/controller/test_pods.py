@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from services.controller.core.jobpodgroup import (
@@ -74,8 +76,8 @@ def test_version_and_retry_from_the_effect_override_the_status() -> None:
     ids=["inherited", "template-wins", "no-priority"],
 )
 def test_scheduler_and_priority_class_inheritance(
-    template_spec: dict[str, str],
-    job_spec: dict[str, str],
+    template_spec: dict[str, Any],
+    job_spec: dict[str, Any],
     expected_scheduler: str,
     expected_priority: str | None,
 ) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from services.controller.core import events as ev
 from services.controller.core.effects import CancelTimer, RecordEvent, ScheduleTimer
-from services.controller.core.jobstate import DelayedAction, TaskSpec
+from services.controller.core.jobstate import DelayedAction, JobState, TaskSpec
 from services.controller.core.lifecycle import transition
 from services.controller.core.policies import (
     Decision,
@@ -115,9 +116,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("kwargs", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_resolve_policy(kwargs: dict[str, object], expected: Decision) -> None:
-    defaults: dict[str, object] = {"exit_code": 0, "task_policies": [], "job_policies": []}
-    assert resolve_policy(**{**defaults, **kwargs}) == expected  # type: ignore[arg-type]
+def test_resolve_policy(kwargs: dict[str, Any], expected: Decision) -> None:
+    defaults: dict[str, Any] = {"exit_code": 0, "task_policies": [], "job_policies": []}
+    assert resolve_policy(**{**defaults, **kwargs}) == expected
 
 
 @pytest.mark.parametrize(
@@ -160,12 +161,12 @@ def test_bad_duration_is_rejected() -> None:
 FAILED_0 = ev.PodFailed("job-worker-0", "worker", pod_uid="uid-worker-0", exit_code=1)
 
 
-def _running(**kwargs: object) -> object:
+def _running(**kwargs: Any) -> JobState:
     return state("Running", pod_list=pods("worker", "Failed", "Running", "Running"), **kwargs)
 
 
 def test_immediate_action_is_announced_and_executed() -> None:
-    result = transition(_running(policies=[RESTART]), FAILED_0, NOW)  # type: ignore[arg-type]
+    result = transition(_running(policies=[RESTART]), FAILED_0, NOW)
     assert RecordEvent("Normal", "ExecuteAction", "Start to execute action RestartJob ") in result.effects
     assert result.state.status.phase == "Restarting"
     assert result.state.status.retry_count == 1
@@ -173,7 +174,7 @@ def test_immediate_action_is_announced_and_executed() -> None:
 
 def test_delayed_action_schedules_a_timer_and_changes_nothing_else() -> None:
     delayed = Policy("RestartJob", frozenset({"PodFailed"}), timeout=timedelta(seconds=90))
-    result = transition(_running(policies=[delayed]), FAILED_0, NOW)  # type: ignore[arg-type]
+    result = transition(_running(policies=[delayed]), FAILED_0, NOW)
     assert result.effects == (
         RecordEvent("Normal", "ExecuteAction", "Execute action RestartJob after 1m30s"),
         ScheduleTimer("job-worker-0", NOW + timedelta(seconds=90), "RestartJob"),
@@ -184,7 +185,7 @@ def test_delayed_action_schedules_a_timer_and_changes_nothing_else() -> None:
 
 def test_same_delayed_action_for_same_pod_is_not_rescheduled() -> None:
     delayed = Policy("RestartJob", frozenset({"PodFailed"}), timeout=timedelta(seconds=90))
-    first = transition(_running(policies=[delayed]), FAILED_0, NOW)  # type: ignore[arg-type]
+    first = transition(_running(policies=[delayed]), FAILED_0, NOW)
     second = transition(first.state, FAILED_0, NOW + timedelta(seconds=10))
     assert not any(isinstance(e, ScheduleTimer) for e in second.effects)
     assert second.state.timers == first.state.timers
@@ -192,7 +193,7 @@ def test_same_delayed_action_for_same_pod_is_not_rescheduled() -> None:
 
 def test_timer_fires_the_action_without_policy_lookup() -> None:
     delayed = Policy("RestartJob", frozenset({"PodFailed"}), timeout=timedelta(seconds=90))
-    first = transition(_running(policies=[delayed]), FAILED_0, NOW)  # type: ignore[arg-type]
+    first = transition(_running(policies=[delayed]), FAILED_0, NOW)
     fired = transition(first.state, ev.TimerFired("job-worker-0"), NOW + timedelta(seconds=90))
     assert fired.state.status.phase == "Restarting"
     assert fired.state.timers == ()
@@ -200,7 +201,7 @@ def test_timer_fires_the_action_without_policy_lookup() -> None:
 
 def test_cancelled_timer_firing_does_nothing() -> None:
     s = _running()
-    result = transition(s, ev.TimerFired("job-worker-0"), NOW)  # type: ignore[arg-type]
+    result = transition(s, ev.TimerFired("job-worker-0"), NOW)
     assert result.effects == ()
     assert result.state == s
 
