@@ -1,0 +1,123 @@
+{{/*
+Helpers shared by every Phalanx service chart. This file is identical in phalanx-watcher,
+phalanx-admission, phalanx-controller and phalanx-scheduler (tests/unit/deploy checks it): a
+chart differs from another only in its Deployment's command, its RBAC and its Service ports.
+*/}}
+
+{{/* The service this chart runs: the chart name without "phalanx-" (watcher, scheduler, ...). */}}
+{{- define "phalanx.service" -}}
+{{- trimPrefix "phalanx-" .Chart.Name -}}
+{{- end -}}
+
+{{/* The service's environment prefix: SCHEDULER for phalanx-scheduler, and so on. */}}
+{{- define "phalanx.envPrefix" -}}
+{{- include "phalanx.service" . | upper -}}
+{{- end -}}
+
+{{- define "phalanx.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "phalanx.service" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "phalanx.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "phalanx.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 }}
+{{ include "phalanx.selectorLabels" . }}
+app.kubernetes.io/component: {{ include "phalanx.service" . }}
+app.kubernetes.io/part-of: phalanx
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "phalanx.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "phalanx.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "phalanx.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+Environment every service reads (pydantic-settings, prefix <SERVICE>_, nested with "__").
+The PostgreSQL URL carries a password, so it only ever comes from a Secret; so may NATS's.
+*/}}
+{{- define "phalanx.commonEnv" -}}
+{{- $prefix := include "phalanx.envPrefix" . -}}
+- name: {{ $prefix }}_NATS__URL
+{{- if .Values.nats.existingSecret }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.nats.existingSecret }}
+      key: {{ .Values.nats.secretKey }}
+{{- else }}
+  value: {{ required "nats.url is required" .Values.nats.url | quote }}
+{{- end }}
+- name: {{ $prefix }}_POSTGRES__URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "postgres.existingSecret is required: a Secret holding the PostgreSQL URL" .Values.postgres.existingSecret }}
+      key: {{ required "postgres.secretKey is required" .Values.postgres.secretKey }}
+- name: {{ $prefix }}_HEALTH_PORT
+  value: {{ .Values.healthPort | quote }}
+- name: {{ $prefix }}_LOG__LEVEL
+  value: {{ .Values.log.level | quote }}
+- name: {{ $prefix }}_LOG__FORMAT
+  value: {{ .Values.log.format | quote }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* /healthz: the process is alive; /readyz: it can do its work (NATS, PostgreSQL, ...). */}}
+{{- define "phalanx.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  {{- toYaml .Values.probes.liveness | nindent 2 }}
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: health
+  {{- toYaml .Values.probes.readiness | nindent 2 }}
+{{- end -}}
+
+{{/* Pod-level placement and identity, the same for every service. */}}
+{{- define "phalanx.podPlacement" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
