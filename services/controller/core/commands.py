@@ -62,9 +62,7 @@ def decide_command(command: Mapping[str, Any]) -> CommandDecision:
     if api_version == keys.SCHEDULING_API_VERSION and kind == "Queue":
         if action in QUEUE_COMMAND_ACTIONS:
             return CommandDecision("queue", action, "", name, uid)
-        return CommandDecision(
-            "ignore", action, "", name, uid, f"action {action} is not valid for a Queue"
-        )
+        return CommandDecision("ignore", action, "", name, uid, f"action {action} is not valid for a Queue")
     return CommandDecision(
         "ignore",
         action,

@@ -231,9 +231,7 @@ def _on_timer(state: JobState, key: str, now: datetime) -> Transition:
     timer = state.timer(key)
     if timer is None:
         return Transition(state, ())  # cancelled meanwhile
-    target = Target(
-        _RESTART_TARGETS.get(timer.action, "task"), timer.task, timer.pod, timer.partition
-    )
+    target = Target(_RESTART_TARGETS.get(timer.action, "task"), timer.task, timer.pod, timer.partition)
     outcome = execute(state, timer.action, target, now)
     gone = {*_superseded(state.timers, timer), timer}
     cancels: list[Effect] = [CancelTimer(t.key) for t in state.timers if t in gone and t != timer]
@@ -294,15 +292,11 @@ def transition(state: JobState, event: ev.JobEvent, now: datetime) -> Transition
     action = decision.action
     if decision.delay > timedelta(0):
         delay_text = format_go_duration(decision.delay)
-        effects.append(
-            RecordEvent("Normal", "ExecuteAction", f"Execute action {action} after {delay_text}")
-        )
+        effects.append(RecordEvent("Normal", "ExecuteAction", f"Execute action {action} after {delay_text}"))
         existing = state.timer(pod)
         if existing is not None and existing.action == action:
             return Transition(state, tuple(effects))
-        delayed = DelayedAction(
-            pod, action, event.event, now + decision.delay, task, pod, pod_uid, partition
-        )
+        delayed = DelayedAction(pod, action, event.event, now + decision.delay, task, pod, pod_uid, partition)
         timers = (*(t for t in timers if t.key != pod), delayed)
         effects.append(ScheduleTimer(pod, delayed.due, action))
         return Transition(replace(state, timers=timers), tuple(effects))

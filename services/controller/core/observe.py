@@ -52,14 +52,10 @@ def task_specs(job: Json) -> tuple[TaskSpec, ...]:
             TaskSpec(
                 name=str(raw.get("name", "")),
                 replicas=_int(raw.get("replicas")),
-                min_available=None
-                if raw.get("minAvailable") is None
-                else _int(raw["minAvailable"]),
+                min_available=None if raw.get("minAvailable") is None else _int(raw["minAvailable"]),
                 max_retry=_int(raw.get("maxRetry"), 3),
                 policies=policies_from_manifest(raw.get("policies")),
-                depends_on=DependsOn(
-                    tuple(depends.get("name") or ()), str(depends.get("iteration") or "all")
-                )
+                depends_on=DependsOn(tuple(depends.get("name") or ()), str(depends.get("iteration") or "all"))
                 if depends
                 else None,
                 partition_size=_int(partition.get("partitionSize")),
@@ -138,9 +134,7 @@ def podgroup_view(podgroup: Json) -> PodGroupView:
     """The PodGroup, with its newest True condition if that is not `Scheduled`."""
     status = podgroup.get("status") or {}
     true_conditions = [c for c in status.get("conditions") or () if c.get("status") == "True"]
-    newest = max(
-        true_conditions, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None
-    )
+    newest = max(true_conditions, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None)
     unready = newest is not None and newest.get("type") != "Scheduled"
     return PodGroupView(
         name=str((podgroup.get("metadata") or {}).get("name", "")),

@@ -129,9 +129,7 @@ def queue_transition(
         new, closed_by_parent = _closed_state(queue), True
     elif parent_state == QueueState.OPEN and queue.closed_by_parent and new != QueueState.OPEN:
         new, closed_by_parent = QueueState.OPEN, False
-    return QueueTransition(
-        new, new != current, closed_by_parent=closed_by_parent, set_parent=set_parent
-    )
+    return QueueTransition(new, new != current, closed_by_parent=closed_by_parent, set_parent=set_parent)
 
 
 def may_delete_queue(name: str) -> bool:

@@ -83,18 +83,14 @@ class _Counter:
         )
 
 
-def append_condition(
-    conditions: Iterable[JobCondition], c: JobCondition
-) -> tuple[JobCondition, ...]:
+def append_condition(conditions: Iterable[JobCondition], c: JobCondition) -> tuple[JobCondition, ...]:
     """One condition per phase: re-entering a phase moves its condition to the end."""
     return (*(old for old in conditions if old.status != c.status), c)
 
 
 def _stamp(status: JobStatus, now: datetime) -> JobStatus:
     stamped = replace(status, last_transition_time=now)
-    return replace(
-        stamped, conditions=append_condition(stamped.conditions, JobCondition(status.phase, now))
-    )
+    return replace(stamped, conditions=append_condition(stamped.conditions, JobCondition(status.phase, now)))
 
 
 def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
@@ -107,8 +103,7 @@ def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
     ready = sum(
         1
         for p in state.pods
-        if p.name in wanted
-        and (p.phase == "Succeeded" or (p.phase == "Running" and p.containers_ready))
+        if p.name in wanted and (p.phase == "Succeeded" or (p.phase == "Running" and p.containers_ready))
     )
     return task.min_available is None or ready >= task.min_available
 
@@ -132,9 +127,7 @@ def _initiate(state: JobState, now: datetime) -> tuple[JobStatus, list[Effect]]:
     controlled = dict(status.controlled_resources)
     if status.phase in ("", JobPhase.PENDING):
         if status.phase == "":
-            status = _stamp(
-                replace(status, phase=JobPhase.PENDING, min_available=state.min_available), now
-            )
+            status = _stamp(replace(status, phase=JobPhase.PENDING, min_available=state.min_available), now)
         new_plugins = tuple(p for p in state.plugins if controlled.get(f"plugin-{p}") != p)
         if new_plugins:
             effects.append(EnsurePluginResources(new_plugins))

@@ -74,16 +74,12 @@ def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
                         "command": [
                             "sh",
                             "-c",
-                            wait_for_master_script(
-                                address, port, int(flags["wait-master-timeout"])
-                            ),
+                            wait_for_master_script(address, port, int(flags["wait-master-timeout"])),
                         ],
                     }
                 )
     world_size = sum(
-        int(t.get("replicas") or 0)
-        for t in tasks(job)
-        if t.get("name") in (master_name, worker_name)
+        int(t.get("replicas") or 0) for t in tasks(job) if t.get("name") in (master_name, worker_name)
     )
     for container in all_containers(pod, init=False):
         add_port(container, "pytorchjob-port", port)

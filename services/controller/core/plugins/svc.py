@@ -122,10 +122,7 @@ def on_pod_create(pod: dict[str, Any], job: Json, args: Sequence[str]) -> None:
         for container in all_containers(pod):
             add_env(
                 container,
-                *(
-                    {"name": n, "valueFrom": {"configMapKeyRef": {"name": cm, "key": n}}}
-                    for n in names
-                ),
+                *({"name": n, "valueFrom": {"configMapKeyRef": {"name": cm, "key": n}}} for n in names),
             )
     spec.setdefault("volumes", []).append({"name": cm, "configMap": {"name": cm}})
     for container in all_containers(pod):

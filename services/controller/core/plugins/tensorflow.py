@@ -42,8 +42,7 @@ def tf_config(job: Json, pod: Json, args: Sequence[str]) -> dict[str, Any]:
         if role is None:
             continue
         hosts = [
-            f"{domain_name(job, task, i)}:{int(flags['port'])}"
-            for i in range(int(task.get("replicas") or 0))
+            f"{domain_name(job, task, i)}:{int(flags['port'])}" for i in range(int(task.get("replicas") or 0))
         ]
         if hosts:  # Go's omitempty drops empty role lists
             cluster[role] = hosts
