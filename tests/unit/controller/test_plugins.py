@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.controller.core.plugins import plugin_objects
+from services.controller.core.plugins import plugin_object_names, plugin_objects
 from services.controller.core.plugins.args import parse_flags
 from services.controller.core.plugins.ssh import KeyPair, secret_conflict
 from services.controller.core.plugins.sshkeys import generate_key_pair
@@ -306,3 +306,9 @@ def test_mpi_port_already_declared_is_not_duplicated() -> None:
 )
 def test_go_flag_parsing(args: list[str], expected: dict[str, object]) -> None:
     assert parse_flags(args, {"port": 22, "master": "master", "flag": False}) == expected
+
+
+def test_object_names_for_deletion_need_no_keys() -> None:
+    j = job(task("worker", 1), plugins={"svc": ["--disable-network-policy"], "ssh": [], "env": []})
+    assert plugin_object_names(j) == [("ConfigMap", "tf-svc"), ("Service", "tf"), ("Secret", "tf-ssh")]
+    assert plugin_object_names(j, ["ssh"]) == [("Secret", "tf-ssh")]

@@ -26,7 +26,7 @@ POD_HOOKS: dict[str, PodHook] = {
 }
 KNOWN_PLUGINS = frozenset(POD_HOOKS)
 
-__all__ = ["KNOWN_PLUGINS", "KeyPair", "apply_pod_plugins", "plugin_objects"]
+__all__ = ["KNOWN_PLUGINS", "KeyPair", "apply_pod_plugins", "plugin_object_names", "plugin_objects"]
 
 
 def _job_plugins(job: Mapping[str, Any]) -> list[str]:
@@ -60,3 +60,19 @@ def plugin_objects(
             raise ValueError("the ssh plugin needs a key pair: pass ssh_keys")
         found += ssh.objects(job, args, keys)
     return found
+
+
+def plugin_object_names(
+    job: Mapping[str, Any], plugins: Sequence[str] | None = None
+) -> list[tuple[str, str]]:
+    """(kind, name) of the objects `plugin_objects` would give, without needing ssh keys: what
+    `DeletePluginResources` deletes (only those the job owns)."""
+    wanted = [p for p in _job_plugins(job) if plugins is None or p in plugins]
+    names: list[tuple[str, str]] = []
+    if svc.NAME in wanted:
+        names += [
+            (o["kind"], o["metadata"]["name"]) for o in svc.objects(job, plugin_args(job, svc.NAME) or [])
+        ]
+    if ssh.NAME in wanted:
+        names.append(("Secret", ssh.secret_name(job)))
+    return names
