@@ -9,7 +9,7 @@ closed (the admission webhook also refuses to delete them: `may_delete_queue`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.controller.core import keys
@@ -67,6 +67,64 @@ def _closed_state(queue: QueueView) -> str:
     return QueueState.CLOSED if queue.podgroups == 0 else QueueState.CLOSING
 
 
+_CLOSED = (QueueState.CLOSED, QueueState.CLOSING)
+
+
+def _close(
+    queue: QueueView,
+    current: str,
+    parent_state: str | None,
+    children: tuple[QueueView, ...],
+    set_parent: str | None,
+) -> QueueTransition:
+    if queue.name in PROTECTED_QUEUES:
+        message = f"{queue.name} queue can not be closed"
+        return QueueTransition(
+            current,
+            False,
+            set_parent=set_parent,
+            error=message,
+            events=(QueueEvent("Warning", "CloseQueue", f"Close queue failed for {message}"),),
+        )
+    # A closed queue stays closed even with PodGroups left; the others drain through Closing.
+    new = QueueState.CLOSED if current == QueueState.CLOSED else _closed_state(queue)
+    return QueueTransition(
+        new,
+        new != current,
+        # Closed while its parent is closed or closing: the parent did it, and will reopen it.
+        closed_by_parent=True if parent_state in _CLOSED else None,
+        set_parent=set_parent,
+        events=(QueueEvent("Normal", "CloseQueue", "Close queue succeed"),) if new != current else (),
+        close_children=()
+        if current in _CLOSED
+        else tuple(c.name for c in children if c.state not in _CLOSED),
+    )
+
+
+def _open(
+    queue: QueueView,
+    current: str,
+    parent_state: str | None,
+    children: tuple[QueueView, ...],
+    set_parent: str | None,
+) -> QueueTransition:
+    if current == QueueState.OPEN:
+        return QueueTransition(current, False, set_parent=set_parent)
+    if queue.parent not in ("", ROOT_QUEUE) and parent_state in _CLOSED:
+        message = (
+            f"Failed to open queue {queue.name} because its parent queue "
+            f"{queue.parent} is closing or closed. Open the parent queue first."
+        )
+        return QueueTransition(current, False, set_parent=set_parent, error=message)
+    return QueueTransition(
+        QueueState.OPEN,
+        True,
+        closed_by_parent=False,
+        set_parent=set_parent,
+        open_children=tuple(c.name for c in children if c.closed_by_parent),
+    )
+
+
 def queue_transition(
     queue: QueueView,
     action: str = Action.SYNC_QUEUE,
@@ -74,62 +132,28 @@ def queue_transition(
     parent_state: str | None = None,
     children: tuple[QueueView, ...] = (),
 ) -> QueueTransition:
-    """One request of Volcano's queue controller: SyncQueue, OpenQueue or CloseQueue."""
+    """One request of Volcano's queue controller: SyncQueue, OpenQueue or CloseQueue.
+
+    `children` are the queues whose parent this is: a close closes those still open, an open
+    reopens those its close had closed. On SyncQueue the parent's state is followed at once
+    (Volcano enqueues a CloseQueue/OpenQueue for the child; the outcome is the same).
+    """
     current = queue.state or QueueState.OPEN
     set_parent = ROOT_QUEUE if not queue.parent and queue.name != ROOT_QUEUE else None
     if action == Action.CLOSE_QUEUE:
-        if queue.name in PROTECTED_QUEUES:
-            message = f"{queue.name} queue can not be closed"
-            return QueueTransition(
-                current,
-                False,
-                set_parent=set_parent,
-                events=(QueueEvent("Warning", "CloseQueue", f"Close queue failed for {message}"),),
-                error=message,
-            )
-        new = _closed_state(queue)
-        return QueueTransition(
-            new,
-            new != current,
-            set_parent=set_parent,
-            events=(QueueEvent("Normal", "CloseQueue", "Close queue succeed"),),
-            close_children=tuple(
-                c.name for c in children if c.state not in (QueueState.CLOSED, QueueState.CLOSING)
-            ),
-        )
+        return _close(queue, current, parent_state, children, set_parent)
     if action == Action.OPEN_QUEUE:
-        if parent_state in (QueueState.CLOSED, QueueState.CLOSING):
-            message = (
-                f"Failed to open queue {queue.name} because its parent queue "
-                f"{queue.parent} is closing or closed. Open the parent queue first."
-            )
-            return QueueTransition(
-                current,
-                False,
-                set_parent=set_parent,
-                error=message,
-                events=(QueueEvent("Warning", "OpenQueue", message),),
-            )
-        return QueueTransition(
-            QueueState.OPEN,
-            current != QueueState.OPEN,
-            closed_by_parent=False,
-            set_parent=set_parent,
-            open_children=tuple(c.name for c in children if c.closed_by_parent),
-        )
-    # SyncQueue: a closing queue closes once its last PodGroup is gone; the parent rules.
+        return _open(queue, current, parent_state, children, set_parent)
+    # SyncQueue: only a closing queue moves by itself, once its last PodGroup is gone.
     new = current
     if current == QueueState.CLOSING and queue.podgroups == 0:
         new = QueueState.CLOSED
-    closed_by_parent: bool | None = None
-    if parent_state in (QueueState.CLOSED, QueueState.CLOSING) and new not in (
-        QueueState.CLOSED,
-        QueueState.CLOSING,
-    ):
-        new, closed_by_parent = _closed_state(queue), True
-    elif parent_state == QueueState.OPEN and queue.closed_by_parent and new != QueueState.OPEN:
-        new, closed_by_parent = QueueState.OPEN, False
-    return QueueTransition(new, new != current, closed_by_parent=closed_by_parent, set_parent=set_parent)
+    if queue.name != ROOT_QUEUE and parent_state in _CLOSED and new not in _CLOSED:
+        closing = _close(queue, current, parent_state, children, set_parent)
+        return replace(closing, closed_by_parent=True)
+    if parent_state == QueueState.OPEN and queue.closed_by_parent and new in _CLOSED:
+        return _open(queue, current, parent_state, children, set_parent)
+    return QueueTransition(new, new != current, set_parent=set_parent)
 
 
 def may_delete_queue(name: str) -> bool:

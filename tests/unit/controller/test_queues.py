@@ -24,6 +24,7 @@ pytestmark = pytest.mark.unit
         ("", "SyncQueue", 0, "Open"),
         ("Closed", "OpenQueue", 0, "Open"),
         ("Closed", "CloseQueue", 0, "Closed"),
+        ("Closed", "CloseQueue", 2, "Closed"),
         ("Closed", "SyncQueue", 3, "Closed"),
         ("Closing", "OpenQueue", 1, "Open"),
         ("Closing", "CloseQueue", 1, "Closing"),
@@ -57,6 +58,17 @@ def test_close_records_the_event_and_closes_open_children() -> None:
     result = queue_transition(QueueView("q1", "Open", "root"), "CloseQueue", children=children)
     assert result.events[0].message == "Close queue succeed"
     assert result.close_children == ("c1",)
+
+
+def test_closing_an_already_closed_queue_says_nothing() -> None:
+    result = queue_transition(QueueView("q1", "Closed", "root"), "CloseQueue")
+    assert result.events == ()
+    assert result.close_children == ()
+
+
+def test_opening_an_open_queue_changes_nothing() -> None:
+    result = queue_transition(QueueView("q1", "Open", "p"), "OpenQueue", parent_state="Closed")
+    assert (result.state, result.changed, result.error) == ("Open", False, None)
 
 
 def test_open_fails_under_a_closed_parent() -> None:
