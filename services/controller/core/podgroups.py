@@ -180,9 +180,9 @@ def podgroup_status(
     current = status.get("phase") or "Pending"
     if running and unschedulable_now:
         phase = "Unknown"
-    elif len(scheduled) >= min_member and (scheduled or min_member == 0):
-        finished = all(ph in ("Succeeded", "Failed") for ph in scheduled)
-        phase = "Completed" if scheduled and finished else "Running"
+    elif len(scheduled) >= min_member:
+        finished = sum(1 for ph in scheduled if ph in ("Succeeded", "Failed"))
+        phase = "Completed" if finished == len(scheduled) else "Running"
     else:
         phase = "Inqueue" if admitted or current == "Inqueue" else "Pending"
     status.update(

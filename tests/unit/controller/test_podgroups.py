@@ -194,6 +194,11 @@ def test_podgroup_phase(members: list[dict[str, Any]], kwargs: dict[str, bool], 
     assert podgroup_status(PG, members, **kwargs)["phase"] == phase
 
 
+def test_empty_gang_of_zero_is_completed_as_in_volcano() -> None:
+    empty = {**PG, "spec": {"minMember": 0}}
+    assert podgroup_status(empty, [])["phase"] == "Completed"
+
+
 def test_pending_podgroup_stays_pending_until_admitted() -> None:
     pending = {**PG, "status": {"phase": "Pending"}}
     assert podgroup_status(pending, [])["phase"] == "Pending"

@@ -193,3 +193,31 @@ def test_suspend_and_resume_by_command() -> None:
     c.admit()
     versions = {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in c.pods.values()}
     assert versions == {str(c.job["status"]["version"])}
+
+
+def test_master_completion_completes_the_job_and_sweeps_workers() -> None:
+    c = _cluster(policies=[{"event": "TaskCompleted", "action": "CompleteJob"}])
+    c.send(ev.OutOfSync())
+    c.admit()
+    for name in sorted(c.pods):
+        c.set_pod(name, "Running")
+    c.set_pod("tf-master-0", "Succeeded")
+    assert c.phase == "Completing"
+    assert sorted(c.pods) == ["tf-master-0"]  # running workers were killed, the master kept
+    c.send(ev.OutOfSync())
+    assert c.phase == "Completed"
+
+
+def test_exit_code_policy_terminates_instead_of_restarting() -> None:
+    c = _cluster(
+        policies=[{"exitCode": 42, "action": "TerminateJob"}, {"event": "PodFailed", "action": "RestartJob"}]
+    )
+    c.send(ev.OutOfSync())
+    c.admit()
+    for name in sorted(c.pods):
+        c.set_pod(name, "Running")
+    c.set_pod("tf-worker-0", "Failed", exit_code=42)
+    assert c.phase == "Terminating"
+    c.send(ev.OutOfSync())
+    assert c.phase == "Terminated"
+    assert c.job["status"].get("retryCount", 0) == 0
