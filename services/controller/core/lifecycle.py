@@ -199,12 +199,11 @@ def _finish(
     now: datetime,
 ) -> Transition:
     body = list(outcome.effects)
+    new_state = replace(state, status=outcome.status, timers=timers)
     if outcome.status != state.status:
         # The status is written before the PodGroup goes, as Volcano's killPods does.
         at = next((i for i, e in enumerate(body) if isinstance(e, DeletePodGroup)), len(body))
-        new_state = replace(state, status=outcome.status, timers=timers)
         body.insert(at, UpdateJobStatus(job_status(new_state)))
-    new_state = replace(state, status=outcome.status, timers=timers)
     return Transition(new_state, (*effects, *body, *_ttl_effects(new_state, now)))
 
 
