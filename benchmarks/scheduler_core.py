@@ -71,8 +71,7 @@ def build_snapshot(nodes: int, pods: int, seed: int = 7) -> Snapshot:
     )
     queues = tuple(QueueInfo(name=f"q{i}", weight=i + 1) for i in range(4))
     requests = [
-        Resources.parse({"cpu": cpu, "memory": mem}) + Resources({"pods": 1000})
-        for cpu, mem in POD_SIZES
+        Resources.parse({"cpu": cpu, "memory": mem}) + Resources({"pods": 1000}) for cpu, mem in POD_SIZES
     ]
     gangs: list[GangInfo] = []
     made = 0
@@ -129,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     conf = DEFAULT_CONF if args.conf == "default" else BINPACK_CONF
     print(f"python {platform.python_version()} on {platform.processor() or platform.machine()}")
-    print("| nodes | pods | gangs | cycle (s) | placements | placements/s | µs per node×pod |")
+    print("| nodes | pods | gangs | cycle (s) | placements | placements/s | µs per node*pod |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for size in args.sizes.split(","):
         nodes, pods = (int(part) for part in size.split("x"))

@@ -51,9 +51,7 @@ def request(cpu: str | None = "1", memory: str | None = "1Gi", **extra: str) -> 
     return res(cpu, memory, **extra) + Resources({"pods": 1000})
 
 
-def node(
-    name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", **fields: Any
-) -> NodeInfo:
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", **fields: Any) -> NodeInfo:
     extra = fields.pop("extra", {})
     allocatable = Resources.parse({"cpu": cpu, "memory": memory, "pods": pods, **extra})
     labels = {"kubernetes.io/hostname": name, **fields.pop("labels", {})}

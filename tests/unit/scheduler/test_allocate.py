@@ -93,9 +93,7 @@ def test_higher_priority_gang_is_placed_first() -> None:
 
 
 def test_older_gang_goes_first_at_equal_priority() -> None:
-    result = plan(
-        [node("n1", cpu="3")], [gang("newer", 3, age=1), gang("older", 3, age=50)], conf=NODES_ONLY
-    )
+    result = plan([node("n1", cpu="3")], [gang("newer", 3, age=1), gang("older", 3, age=50)], conf=NODES_ONLY)
     assert bound_gangs(result) == ["older"]
 
 

@@ -106,8 +106,7 @@ def test_bad_conf_is_rejected_with_a_message_naming_the_culprit(text: str, named
 
 def test_non_numeric_argument_is_reported_when_read() -> None:
     conf = parse_conf(
-        'actions: "allocate"\ntiers: [{plugins: [{name: overcommit, '
-        "arguments: {overcommit-factor: lots}}]}]"
+        'actions: "allocate"\ntiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: lots}}]}]'
     )
     with pytest.raises(ConfError, match="overcommit-factor"):
         conf.argument("overcommit", "overcommit-factor", 1.2)

@@ -56,9 +56,7 @@ def test_second_gang_stays_wholly_pending_when_queue_capability_is_reached() -> 
         "Pending: 3 Unschedulable"
     )
     # 3 CPU / 3Gi in use plus a 3 CPU / 4Gi minimum exceed 4 CPU / 6Gi on both
-    assert verdict.detail == (
-        "queue resource quota insufficient: insufficient cpu, insufficient memory"
-    )
+    assert verdict.detail == ("queue resource quota insufficient: insufficient cpu, insufficient memory")
 
 
 def test_gangs_admitted_in_one_cycle_count_against_the_next() -> None:
@@ -68,9 +66,7 @@ def test_gangs_admitted_in_one_cycle_count_against_the_next() -> None:
     assert bound_gangs(result) == ["ray-0"]
     verdict = result.verdict_for("ray-1")
     assert verdict is not None
-    assert verdict.detail == (
-        "queue resource quota insufficient: insufficient cpu, insufficient memory"
-    )
+    assert verdict.detail == ("queue resource quota insufficient: insufficient cpu, insufficient memory")
 
 
 def test_gang_without_min_resources_is_admitted() -> None:
@@ -131,9 +127,7 @@ def test_admitted_job_without_pods_yet_has_no_verdict() -> None:
     assert result.verdicts == ()
 
 
-@pytest.mark.parametrize(
-    ("age", "admitted"), [(30, False), (600, True)], ids=["within-sla", "sla-expired"]
-)
+@pytest.mark.parametrize(("age", "admitted"), [(30, False), (600, True)], ids=["within-sla", "sla-expired"])
 def test_sla_lets_a_gang_in_once_it_waited_too_long(age: int, admitted: bool) -> None:
     conf = parse_conf(
         'actions: "enqueue"\ntiers:\n- plugins: [{name: gang}, '
@@ -155,13 +149,17 @@ def test_sla_never_overrides_queue_capability() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("5m", timedelta(minutes=5)), ("1h30m", timedelta(minutes=90)), ("250ms", timedelta(0, 0.25)),
-     (45, timedelta(seconds=45)), ("soon", None), ("0s", None)],
+    [
+        ("5m", timedelta(minutes=5)),
+        ("1h30m", timedelta(minutes=90)),
+        ("250ms", timedelta(0, 0.25)),
+        (45, timedelta(seconds=45)),
+        ("soon", None),
+        ("0s", None),
+    ],
     ids=["minutes", "hours-minutes", "milliseconds", "bare-seconds", "garbage", "zero"],
 )
-def test_sla_waiting_time_is_read_as_a_go_duration(
-    text: object, expected: timedelta | None
-) -> None:
+def test_sla_waiting_time_is_read_as_a_go_duration(text: object, expected: timedelta | None) -> None:
     assert parse_duration(text) == expected
 
 

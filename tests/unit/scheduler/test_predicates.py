@@ -21,9 +21,7 @@ GPU = "nvidia.com/gpu"
 AFFINITY_ZONE_A = {
     "nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
-            ]
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
         }
     }
 }
@@ -248,7 +246,10 @@ def test_existing_pods_anti_affinity_keeps_newcomers_away() -> None:
     )
     result = plan(
         [node("n1", cpu="16"), node("n2", cpu="1")],
-        [gang("loner", tasks=[loner], phase="Running"), gang("web", 1, task_fields={"labels": {"app": "web"}})],
+        [
+            gang("loner", tasks=[loner], phase="Running"),
+            gang("web", 1, task_fields={"labels": {"app": "web"}}),
+        ],
         conf=CONF,
     )
     assert placed(result) == {"web-worker-0": "n2"}
