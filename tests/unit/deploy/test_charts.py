@@ -1,0 +1,316 @@
+"""The Helm charts lint cleanly, render to valid Kubernetes objects and keep the service contract.
+
+Every chart is linted and rendered by the Helm v4 SDK (helm-python-sdk), and every rendered object
+is checked against Kubernetes' own OpenAPI schemas (kubernetes-validate) for the oldest Kubernetes
+the charts claim and the newest the validator knows, with default values and with every optional
+branch switched on. Then the contract the services rely on: command, environment, probes, hardening.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.unit.deploy.rendering import (
+    ALL_CHARTS,
+    CHARTS,
+    NAMESPACE,
+    SERVICE_CHARTS,
+    container,
+    env_of,
+    of_kind,
+    only,
+    render,
+)
+
+pytestmark = pytest.mark.unit
+
+OLDEST_KUBERNETES = "1.25"
+KUBERNETES_VERSIONS = (OLDEST_KUBERNETES, kubernetes_validate.latest_version())
+
+# Values that switch on every optional branch of the templates.
+EVERYTHING_ON: dict[str, dict[str, Any]] = {
+    chart: {
+        "nats": {"existingSecret": "phalanx-nats", "secretKey": "url"},
+        "extraEnv": [{"name": "EXTRA", "value": "1"}],
+        "imagePullSecrets": [{"name": "registry"}],
+        "priorityClassName": "system-cluster-critical",
+        "podAnnotations": {"example.com/a": "b"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "batch", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app": "x"}},
+                        },
+                    }
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+            }
+        ],
+        "serviceAccount": {"annotations": {"example.com/role": "x"}},
+        "metrics": {"service": {"annotations": {"prometheus.io/scrape": "true"}}},
+        "replicas": 3,
+    }
+    for chart in SERVICE_CHARTS
+}
+EVERYTHING_ON["phalanx-scheduler"]["schedulerConfig"] = {"create": True}
+EVERYTHING_ON["phalanx-admission"]["tls"] = {"existingSecret": "phalanx-admission-tls"}
+EVERYTHING_ON["phalanx-admission"]["webhook"] = {"configurationName": "volcano-admission"}
+EVERYTHING_ON["phalanx-crds"] = {"keep": False, "labels": {"team": "batch"}}
+
+NO_VALUES: dict[str, Any] = {}
+VARIANTS = [(chart, NO_VALUES) for chart in ALL_CHARTS] + list(EVERYTHING_ON.items())
+VARIANT_IDS = [f"{chart}-{'all-options' if values else 'defaults'}" for chart, values in VARIANTS]
+
+
+@pytest.mark.parametrize("chart", ALL_CHARTS)
+def test_chart_metadata_is_helm_v2_with_a_version(chart: str) -> None:
+    meta = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())
+    assert meta["apiVersion"] == "v2"
+    assert meta["name"] == chart
+    assert meta["type"] == "application"
+    assert str(meta["version"]).count(".") == 2
+    assert meta["appVersion"]
+    assert isinstance(yaml.safe_load((CHARTS / chart / "values.yaml").read_text()), dict)
+
+
+@pytest.mark.parametrize("chart", ALL_CHARTS)
+def test_helm_lint_strict_reports_no_warning(chart: str) -> None:
+    report = helm.lint(CHARTS / chart, strict=True, namespace=NAMESPACE)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+@pytest.mark.parametrize(("chart", "values"), VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize("kubernetes", KUBERNETES_VERSIONS)
+def test_rendered_objects_are_valid_kubernetes(
+    chart: str, values: dict[str, Any], kubernetes: str
+) -> None:
+    objects = render(chart, values)
+    assert objects
+    for obj in objects:
+        assert obj["metadata"]["name"], obj
+        # strict: an unknown field (a misspelt probe, a misplaced key) is an error, not ignored.
+        kubernetes_validate.validate(obj, kubernetes, strict=True)
+
+
+@pytest.mark.parametrize(("chart", "values"), VARIANTS, ids=VARIANT_IDS)
+def test_every_object_carries_the_recommended_labels(chart: str, values: dict[str, Any]) -> None:
+    for obj in render(chart, values):
+        labels = obj["metadata"]["labels"]
+        assert labels["app.kubernetes.io/name"] == chart
+        assert labels["app.kubernetes.io/part-of"] == "phalanx"
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+
+
+@pytest.mark.parametrize(("chart", "values"), VARIANTS[: len(SERVICE_CHARTS)], ids=SERVICE_CHARTS)
+def test_namespaced_objects_go_to_the_release_namespace(chart: str, values: dict[str, Any]) -> None:
+    cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    for obj in render(chart, values):
+        if obj["kind"] in cluster_scoped:
+            assert "namespace" not in obj["metadata"]
+        elif obj["kind"] not in ("Role", "RoleBinding", "ConfigMap"):
+            assert obj["metadata"]["namespace"] == NAMESPACE
+
+
+def test_every_service_chart_shares_the_same_helpers() -> None:
+    helpers = {
+        chart: (CHARTS / chart / "templates" / "_helpers.tpl").read_text()
+        for chart in SERVICE_CHARTS
+    }
+    assert len(set(helpers.values())) == 1, "edit _helpers.tpl in all four service charts together"
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_deployment_runs_the_service_module(chart: str) -> None:
+    service = chart.removeprefix("phalanx-")
+    assert container(render(chart))["command"] == ["python", "-m", f"services.{service}"]
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_environment_follows_the_settings_contract(chart: str) -> None:
+    prefix = chart.removeprefix("phalanx-").upper()
+    env = env_of(render(chart))
+    assert env[f"{prefix}_NATS__URL"]["value"].startswith("nats://")
+    assert env[f"{prefix}_POSTGRES__URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "phalanx-postgres",
+        "key": "url",
+    }
+    assert env[f"{prefix}_HEALTH_PORT"]["value"] == "8080"
+    assert env[f"{prefix}_LOG__FORMAT"]["value"] == "json"
+    assert all(name.startswith(prefix + "_") for name in env), sorted(env)
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_credentials_come_only_from_secrets(chart: str) -> None:
+    values = {"nats": {"existingSecret": "nats-creds"}, "postgres": {"existingSecret": "pg-creds"}}
+    prefix = chart.removeprefix("phalanx-").upper()
+    env = env_of(render(chart, values))
+    assert env[f"{prefix}_NATS__URL"]["valueFrom"]["secretKeyRef"]["name"] == "nats-creds"
+    assert env[f"{prefix}_POSTGRES__URL"]["valueFrom"]["secretKeyRef"]["name"] == "pg-creds"
+    assert not any("postgresql" in str(item.get("value", "")) for item in env.values())
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_a_missing_database_secret_fails_the_render_with_its_name(chart: str) -> None:
+    with pytest.raises(helm.HelmRenderError, match=r"postgres\.existingSecret"):
+        render(chart, {"postgres": {"existingSecret": ""}})
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_probes_ask_healthz_and_readyz_on_the_health_port(chart: str) -> None:
+    main = container(render(chart, {"healthPort": 9191}))
+    ports = {port["name"]: port["containerPort"] for port in main["ports"]}
+    assert ports["health"] == 9191
+    assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    prefix = chart.removeprefix("phalanx-").upper()
+    assert env_of(render(chart, {"healthPort": 9191}))[f"{prefix}_HEALTH_PORT"]["value"] == "9191"
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_pods_run_restricted(chart: str) -> None:
+    objects = render(chart)
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    security = container(objects)["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    # A read-only root needs somewhere writable for Python's tempfile.
+    mounts = {m["mountPath"]: m["name"] for m in container(objects)["volumeMounts"]}
+    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts["/tmp"])
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_resources_request_cpu_and_memory_and_limit_memory(chart: str) -> None:
+    resources = container(render(chart))["resources"]
+    assert set(resources["requests"]) == {"cpu", "memory"}
+    assert resources["limits"]["memory"] == resources["requests"]["memory"]
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_image_defaults_to_the_app_version_and_can_be_pinned(chart: str) -> None:
+    app_version = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())["appVersion"]
+    assert container(render(chart))["image"] == f"phalanx:{app_version}"
+    pinned = {"image": {"repository": "registry.example/phalanx", "tag": "1.2.3"}}
+    assert container(render(chart, pinned))["image"] == "registry.example/phalanx:1.2.3"
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_services_select_the_deployment_pods_and_expose_metrics(chart: str) -> None:
+    objects = render(chart)
+    pod_labels = only(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    services = of_kind(objects, "Service")
+    assert services
+    for service in services:
+        assert service["spec"]["selector"].items() <= pod_labels.items()
+    metrics = [p for s in services for p in s["spec"]["ports"] if p["name"] == "metrics"]
+    assert [p["targetPort"] for p in metrics] == ["health"]
+
+
+@pytest.mark.parametrize(
+    ("chart", "replicas", "expected_pdbs"),
+    [
+        ("phalanx-scheduler", None, 1),
+        ("phalanx-scheduler", 1, 0),
+        ("phalanx-watcher", None, 0),
+        ("phalanx-watcher", 2, 1),
+        ("phalanx-controller", None, 0),
+        ("phalanx-admission", None, 0),
+    ],
+    ids=[
+        "scheduler-default-leader-plus-standby",
+        "scheduler-single",
+        "watcher-default",
+        "watcher-two",
+        "controller-default",
+        "admission-default",
+    ],
+)
+def test_disruption_budget_only_with_more_than_one_replica(
+    chart: str, replicas: int | None, expected_pdbs: int
+) -> None:
+    # A PDB over a single replica would block every node drain.
+    objects = render(chart, {} if replicas is None else {"replicas": replicas})
+    pdbs = of_kind(objects, "PodDisruptionBudget")
+    assert len(pdbs) == expected_pdbs
+    for pdb in pdbs:
+        assert pdb["spec"]["maxUnavailable"] == 1
+
+
+def test_scheduler_defaults_to_a_leader_and_a_standby() -> None:
+    assert only(render("phalanx-scheduler"), "Deployment")["spec"]["replicas"] == 2
+
+
+def test_scheduler_configuration_is_volcanos_configmap_when_asked() -> None:
+    assert of_kind(render("phalanx-scheduler"), "ConfigMap") == []
+    config_map = only(
+        render("phalanx-scheduler", {"schedulerConfig": {"create": True}}), "ConfigMap"
+    )
+    assert config_map["metadata"]["name"] == "volcano-scheduler-configmap"
+    assert config_map["metadata"]["namespace"] == "volcano-system"
+    conf = yaml.safe_load(config_map["data"]["volcano-scheduler.conf"])
+    assert conf["actions"] == "enqueue, allocate, backfill"
+    assert [p["name"] for p in conf["tiers"][0]["plugins"]] == ["priority", "gang", "conformance"]
+
+
+def test_watcher_passes_its_scheduler_names_as_json() -> None:
+    env = env_of(render("phalanx-watcher", {"schedulerNames": ["volcano", "phalanx"]}))
+    assert yaml.safe_load(env["WATCHER_SCHEDULER_NAMES"]["value"]) == ["volcano", "phalanx"]
+
+
+def test_admission_service_serves_the_webhook_on_443() -> None:
+    objects = render("phalanx-admission")
+    service = only(objects, "Service")
+    https = next(p for p in service["spec"]["ports"] if p["name"] == "https")
+    ports = {p["name"]: p["containerPort"] for p in container(objects)["ports"]}
+    assert https["port"] == 443
+    assert ports[https["targetPort"]] == 8443
+    env = env_of(objects)
+    assert env["ADMISSION_PORT"]["value"] == "8443"
+    assert env["ADMISSION_WEBHOOK__SERVICE_NAME"]["value"] == service["metadata"]["name"]
+    assert env["ADMISSION_WEBHOOK__SERVICE_NAMESPACE"]["value"] == NAMESPACE
+
+
+def test_admission_generates_its_certificate_unless_given_a_secret() -> None:
+    generated = render("phalanx-admission")
+    assert not [name for name in env_of(generated) if name.startswith("ADMISSION_TLS__")]
+    assert [
+        v["name"] for v in only(generated, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    ] == ["tmp"]
+
+    supplied = render("phalanx-admission", {"tls": {"existingSecret": "admission-certs"}})
+    env = env_of(supplied)
+    volumes = only(supplied, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    tls = next(v for v in volumes if v["name"] == "tls")
+    mount = next(m for m in container(supplied)["volumeMounts"] if m["name"] == "tls")
+    assert tls["secret"]["secretName"] == "admission-certs"
+    assert mount["readOnly"] is True
+    for key, file in (("CERT_FILE", "tls.crt"), ("KEY_FILE", "tls.key"), ("CA_FILE", "ca.crt")):
+        assert env[f"ADMISSION_TLS__{key}"]["value"] == f"{mount['mountPath']}/{file}"
+
+
+def test_admission_refuses_replicas_that_would_fight_over_their_certificates() -> None:
+    with pytest.raises(helm.HelmRenderError, match=r"tls\.existingSecret"):
+        render("phalanx-admission", {"replicas": 2})
+    shared_secret = {"replicas": 2, "tls": {"existingSecret": "admission-certs"}}
+    assert only(render("phalanx-admission", shared_secret), "Deployment")["spec"]["replicas"] == 2
