@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,18 +57,29 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # uvloop is optional: asyncio's own loop works, only slower
         pass
     try:
-        print(
-            f"simulator: serving http://{settings.host}:{settings.port}"
-            + (f", kubeconfig {settings.kubeconfig}" if settings.kubeconfig else ""),
-            flush=True,
-        )
-        asyncio.run(serve(settings))
+        written = f", kubeconfig {settings.kubeconfig}" if settings.kubeconfig else ""
+
+        def announce(url: str) -> None:
+            print(f"simulator: serving {url}{written}", flush=True)
+
+        # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the handler
+        # that was installed before it: make that one a clean exit rather than death by signal.
+        signal.signal(signal.SIGTERM, _stop)
+        asyncio.run(serve(settings, announce))
     except (NodeFileError, OSError) as error:
         print(f"simulator: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _StoppedError):
         pass
     return 0
+
+
+class _StoppedError(Exception):
+    """Raised by the SIGTERM handler once the server has shut down."""
+
+
+def _stop(_signal: int, _frame: object) -> None:
+    raise _StoppedError
 
 
 if __name__ == "__main__":

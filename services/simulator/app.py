@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -105,6 +106,10 @@ def write_kubeconfig(path: Path, url: str) -> None:
     path.write_text(kubeconfig_text(url))
 
 
-async def serve(settings: SimulatorSettings) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn handles both)."""
-    await SimulatorServer(settings).run()
+async def serve(settings: SimulatorSettings, announce: Callable[[str], None] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn handles both); `announce` gets the URL once bound."""
+    server = SimulatorServer(settings)
+    server.start()
+    if announce is not None:
+        announce(server.url)
+    await server.run()

@@ -63,7 +63,7 @@ def _pod_status(obj: dict[str, Any], _now: datetime) -> str:
 
 def _node_status(obj: dict[str, Any], _now: datetime) -> str:
     conditions = (obj.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
     text = "Ready" if ready.get("status") == "True" else "NotReady"
     if (obj.get("spec") or {}).get("unschedulable"):
         text += ",SchedulingDisabled"

@@ -55,7 +55,8 @@ def pod_manifest(name: str, cpu: str = "1", scheduler: str = "volcano", **annota
         "metadata": {"name": name, "annotations": annotations, "labels": {"app": name}},
         "spec": {
             "schedulerName": scheduler,
-            "containers": [{"name": "main", "image": "busybox",
-                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+            ],
         },
     }

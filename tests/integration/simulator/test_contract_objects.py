@@ -18,9 +18,15 @@ QUEUE = ("scheduling.volcano.sh", "v1beta1", "queues")
 def test_discovery_lists_core_and_volcano_resources(api_client: client.ApiClient) -> None:
     assert client.VersionApi(api_client).get_code().major == "1"
     groups = {g.name for g in client.ApisApi(api_client).get_api_versions().groups}
-    assert {"batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh",
-            "scheduling.k8s.io", "coordination.k8s.io", "networking.k8s.io",
-            "admissionregistration.k8s.io"} <= groups
+    assert {
+        "batch.volcano.sh",
+        "scheduling.volcano.sh",
+        "bus.volcano.sh",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+        "networking.k8s.io",
+        "admissionregistration.k8s.io",
+    } <= groups
     core_resources = {r.name for r in client.CoreV1Api(api_client).get_api_resources().resources}
     assert {"pods", "pods/status", "pods/binding", "pods/eviction", "nodes", "events"} <= core_resources
 
@@ -82,30 +88,44 @@ def test_merge_and_json_patches(core: client.CoreV1Api) -> None:
 
 
 def test_status_subresource_writes_only_status(custom: client.CustomObjectsApi) -> None:
-    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-           "metadata": {"name": "status-job"}, "spec": {"minAvailable": 1, "tasks": []}}
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "status-job"},
+        "spec": {"minAvailable": 1, "tasks": []},
+    }
     custom.create_namespaced_custom_object(*VOLCANO_JOB[:2], "default", VOLCANO_JOB[2], job)
     custom.patch_namespaced_custom_object_status(
-        *VOLCANO_JOB[:2], "default", VOLCANO_JOB[2], "status-job",
+        *VOLCANO_JOB[:2],
+        "default",
+        VOLCANO_JOB[2],
+        "status-job",
         {"status": {"state": {"phase": "Running"}}, "spec": {"minAvailable": 9}},
     )
     custom.patch_namespaced_custom_object(
         *VOLCANO_JOB[:2], "default", VOLCANO_JOB[2], "status-job", {"status": {"state": None}}
     )
-    stored = custom.get_namespaced_custom_object(*VOLCANO_JOB[:2], "default", VOLCANO_JOB[2],
-                                                 "status-job")
+    stored = custom.get_namespaced_custom_object(*VOLCANO_JOB[:2], "default", VOLCANO_JOB[2], "status-job")
     assert stored["status"]["state"]["phase"] == "Running"
     assert stored["spec"]["minAvailable"] == 1
     assert stored["spec"]["queue"] == "default"  # the CRD's default
 
 
 def test_queue_is_cluster_scoped_and_podgroup_namespaced(custom: client.CustomObjectsApi) -> None:
-    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-             "metadata": {"name": "q1"}, "spec": {"weight": 1}}
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q1"},
+        "spec": {"weight": 1},
+    }
     custom.create_cluster_custom_object(*QUEUE[:2], QUEUE[2], queue)
     assert custom.get_cluster_custom_object(*QUEUE[:2], QUEUE[2], "q1")["spec"]["weight"] == 1
-    podgroup = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                "metadata": {"name": "pg1"}, "spec": {"minMember": 2}}
+    podgroup = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg1"},
+        "spec": {"minMember": 2},
+    }
     custom.create_namespaced_custom_object(*PODGROUP[:2], "default", PODGROUP[2], podgroup)
     listed = custom.list_namespaced_custom_object(*PODGROUP[:2], "default", PODGROUP[2])
     assert [i["metadata"]["name"] for i in listed["items"]] == ["pg1"]
@@ -116,16 +136,36 @@ def test_deleting_a_job_deletes_the_pods_and_podgroup_it_owns(
     core: client.CoreV1Api, custom: client.CustomObjectsApi
 ) -> None:
     job = custom.create_namespaced_custom_object(
-        *VOLCANO_JOB[:2], "default", VOLCANO_JOB[2],
-        {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "gc"},
-         "spec": {"tasks": []}},
+        *VOLCANO_JOB[:2],
+        "default",
+        VOLCANO_JOB[2],
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "gc"},
+            "spec": {"tasks": []},
+        },
     )
-    owner = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "gc",
-              "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    owner = [
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "name": "gc",
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     custom.create_namespaced_custom_object(
-        *PODGROUP[:2], "default", PODGROUP[2],
-        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-         "metadata": {"name": "gc-pg", "ownerReferences": owner}, "spec": {"minMember": 1}},
+        *PODGROUP[:2],
+        "default",
+        PODGROUP[2],
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "gc-pg", "ownerReferences": owner},
+            "spec": {"minMember": 1},
+        },
     )
     body = pod_manifest("gc-worker-0")
     body["metadata"]["ownerReferences"] = owner
@@ -146,14 +186,15 @@ def test_label_and_field_selectors_filter_lists(core: client.CoreV1Api) -> None:
     assert sorted(p.metadata.name for p in by_label.items) == ["s1", "s3"]
     by_name = core.list_namespaced_pod("selectors", field_selector="metadata.name=s2")
     assert [p.metadata.name for p in by_name.items] == ["s2"]
-    ours = core.list_pod_for_all_namespaces(field_selector="spec.schedulerName=volcano,"
-                                            "metadata.namespace=selectors")
+    ours = core.list_pod_for_all_namespaces(
+        field_selector="spec.schedulerName=volcano,metadata.namespace=selectors"
+    )
     assert sorted(p.metadata.name for p in ours.items) == ["s1", "s2"]
-    bound = eventually(lambda: core.list_namespaced_pod(
-        "selectors", field_selector="spec.nodeName!=").items)
+    bound = eventually(lambda: core.list_namespaced_pod("selectors", field_selector="spec.nodeName!=").items)
     assert [p.metadata.name for p in bound] == ["s3"]
-    running = eventually(lambda: core.list_namespaced_pod(
-        "selectors", field_selector="status.phase=Running").items)
+    running = eventually(
+        lambda: core.list_namespaced_pod("selectors", field_selector="status.phase=Running").items
+    )
     assert [p.metadata.name for p in running] == ["s3"]
 
 
@@ -169,9 +210,17 @@ def test_pagination_with_limit_and_continue(core: client.CoreV1Api) -> None:
 
 
 def test_events_can_be_selected_by_involved_object(core: client.CoreV1Api) -> None:
-    core.create_namespaced_event("default", {
-        "metadata": {"name": "p.1"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
-        "reason": "Scheduled", "message": "assigned", "type": "Normal",
-    })
-    found = core.list_namespaced_event("default", field_selector="involvedObject.name=p,involvedObject.kind=Pod")
+    core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "p.1"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Scheduled",
+            "message": "assigned",
+            "type": "Normal",
+        },
+    )
+    found = core.list_namespaced_event(
+        "default", field_selector="involvedObject.name=p,involvedObject.kind=Pod"
+    )
     assert [e.reason for e in found.items] == ["Scheduled"]

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.integration
 
 
 def bind(core: client.CoreV1Api, name: str, node: str, namespace: str = "default") -> None:
-    body = client.V1Binding(metadata=client.V1ObjectMeta(name=name),
-                            target=client.V1ObjectReference(kind="Node", name=node))
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name=name), target=client.V1ObjectReference(kind="Node", name=node)
+    )
     # The apiserver answers a binding with a Status, which the generated model cannot read.
     core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
 
@@ -27,8 +28,9 @@ def phase_of(core: client.CoreV1Api, name: str, namespace: str = "default") -> s
     return core.read_namespaced_pod(name, namespace).status.phase
 
 
-def control(simulator: RunningSimulator, path: str, body: dict[str, Any] | None = None,
-            method: str = "POST") -> httpx.Response:
+def control(
+    simulator: RunningSimulator, path: str, body: dict[str, Any] | None = None, method: str = "POST"
+) -> httpx.Response:
     response = httpx.request(method, f"{simulator.url}/simulator/v1/{path}", json=body or {})
     response.raise_for_status()
     return response
@@ -49,13 +51,16 @@ def test_binding_runs_the_pod_and_a_second_binding_is_409(core: client.CoreV1Api
     )
     assert eventually(lambda: phase_of(core, "bound") == "Running")
     running = core.read_namespaced_pod("bound", "default")
-    assert running.status.pod_ip and running.status.start_time
+    assert running.status.pod_ip
+    assert running.status.start_time
     assert running.status.container_statuses[0].ready is True
 
 
 def test_annotations_make_a_pod_fail_with_its_exit_code(core: client.CoreV1Api) -> None:
-    core.create_namespaced_pod("default", pod_manifest(
-        "short", **{"simulator.phalanx/run-seconds": "0.1", "simulator.phalanx/exit-code": "3"}))
+    core.create_namespaced_pod(
+        "default",
+        pod_manifest("short", **{"simulator.phalanx/run-seconds": "0.1", "simulator.phalanx/exit-code": "3"}),
+    )
     bind(core, "short", "node-1")
     assert eventually(lambda: phase_of(core, "short") == "Failed")
     terminated = core.read_namespaced_pod("short", "default").status.container_statuses[0].state.terminated
@@ -66,8 +71,15 @@ def test_annotating_a_running_pod_through_the_api_ends_it(core: client.CoreV1Api
     core.create_namespaced_pod("default", pod_manifest("ender"))
     bind(core, "ender", "node-1")
     assert eventually(lambda: phase_of(core, "ender") == "Running")
-    core.patch_namespaced_pod("ender", "default", {"metadata": {"annotations": {
-        "simulator.phalanx/run-seconds": "0", "simulator.phalanx/exit-code": "0"}}})
+    core.patch_namespaced_pod(
+        "ender",
+        "default",
+        {
+            "metadata": {
+                "annotations": {"simulator.phalanx/run-seconds": "0", "simulator.phalanx/exit-code": "0"}
+            }
+        },
+    )
     assert eventually(lambda: phase_of(core, "ender") == "Succeeded")
 
 
@@ -84,25 +96,37 @@ def test_a_pod_that_does_not_fit_its_node_is_refused(core: client.CoreV1Api) -> 
 
 def test_eviction_deletes_the_pod(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod("default", pod_manifest("evictee"))
-    core.create_namespaced_pod_eviction("evictee", "default", client.V1Eviction(
-        metadata=client.V1ObjectMeta(name="evictee", namespace="default")))
+    core.create_namespaced_pod_eviction(
+        "evictee",
+        "default",
+        client.V1Eviction(metadata=client.V1ObjectMeta(name="evictee", namespace="default")),
+    )
     with pytest.raises(ApiException) as raised:
         core.read_namespaced_pod("evictee", "default")
     assert raised.value.status == 404
 
 
 def test_default_scheduler_pods_run_without_a_scheduler(core: client.CoreV1Api) -> None:
-    core.create_namespaced_pod("default", pod_manifest("plain", cpu="100m",
-                                                       scheduler="default-scheduler"))
+    core.create_namespaced_pod("default", pod_manifest("plain", cpu="100m", scheduler="default-scheduler"))
     assert eventually(lambda: phase_of(core, "plain") == "Running")
 
 
-@pytest.mark.parametrize(("action", "body", "phase", "exit_code"), [
-    ("succeed", None, "Succeeded", 0),
-    ("fail", {"exitCode": 4}, "Failed", 4),
-], ids=["succeed", "fail"])
-def test_control_api_ends_pods(simulator: RunningSimulator, core: client.CoreV1Api, action: str,
-                               body: dict[str, Any] | None, phase: str, exit_code: int) -> None:
+@pytest.mark.parametrize(
+    ("action", "body", "phase", "exit_code"),
+    [
+        ("succeed", None, "Succeeded", 0),
+        ("fail", {"exitCode": 4}, "Failed", 4),
+    ],
+    ids=["succeed", "fail"],
+)
+def test_control_api_ends_pods(
+    simulator: RunningSimulator,
+    core: client.CoreV1Api,
+    action: str,
+    body: dict[str, Any] | None,
+    phase: str,
+    exit_code: int,
+) -> None:
     name = f"ctl-{action}"
     core.create_namespaced_pod("default", pod_manifest(name, cpu="100m"))
     bind(core, name, "node-1")
@@ -120,8 +144,9 @@ def test_control_api_evicts(simulator: RunningSimulator, core: client.CoreV1Api)
 
 
 def test_control_api_manages_nodes(simulator: RunningSimulator, core: client.CoreV1Api) -> None:
-    control(simulator, "nodes", {"name": "extra", "cpu": "2", "memory": "4Gi", "gpu": 1,
-                                 "labels": {"zone": "b"}})
+    control(
+        simulator, "nodes", {"name": "extra", "cpu": "2", "memory": "4Gi", "gpu": 1, "labels": {"zone": "b"}}
+    )
     node = core.read_node("extra")
     assert node.status.allocatable["nvidia.com/gpu"] == "1"
     assert node.metadata.labels["zone"] == "b"
@@ -148,8 +173,12 @@ def test_control_api_manages_nodes(simulator: RunningSimulator, core: client.Cor
 
 
 def test_nodes_through_the_kubernetes_api(core: client.CoreV1Api) -> None:
-    core.create_node({"metadata": {"name": "api-node"},
-                      "status": {"capacity": {"cpu": "2", "memory": "2Gi", "pods": "10"}}})
+    core.create_node(
+        {
+            "metadata": {"name": "api-node"},
+            "status": {"capacity": {"cpu": "2", "memory": "2Gi", "pods": "10"}},
+        }
+    )
     node = eventually(lambda: core.read_node("api-node").status.conditions)
     assert any(c.type == "Ready" and c.status == "True" for c in node)
     core.patch_node("api-node", {"spec": {"unschedulable": True}})

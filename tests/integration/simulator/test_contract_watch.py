@@ -45,8 +45,9 @@ def test_watch_without_a_version_starts_with_the_current_objects(core: client.Co
 def test_live_events_reach_a_running_watch(core: client.CoreV1Api) -> None:
     core.create_namespace({"metadata": {"name": "w3"}})
     version = core.list_namespaced_config_map("w3").metadata.resource_version
-    timer = threading.Timer(0.3, lambda: core.create_namespaced_config_map(
-        "w3", {"metadata": {"name": "late"}}))
+    timer = threading.Timer(
+        0.3, lambda: core.create_namespaced_config_map("w3", {"metadata": {"name": "late"}})
+    )
     timer.start()
     try:
         assert collect(core, "w3", 1, resource_version=version) == [("ADDED", "late")]
@@ -74,8 +75,11 @@ def test_an_object_leaving_a_selector_is_seen_as_deleted(core: client.CoreV1Api)
 def test_watch_timeout_ends_the_stream(core: client.CoreV1Api) -> None:
     core.create_namespace({"metadata": {"name": "w6"}})
     version = core.list_namespaced_config_map("w6").metadata.resource_version
-    events = list(watch.Watch().stream(core.list_namespaced_config_map, "w6",
-                                       resource_version=version, timeout_seconds=1))
+    events = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map, "w6", resource_version=version, timeout_seconds=1
+        )
+    )
     assert events == []
 
 
@@ -87,7 +91,10 @@ def test_a_watch_older_than_the_kept_history_gets_410_gone() -> None:
         for i in range(120):
             core.create_namespaced_config_map("default", {"metadata": {"name": f"c{i}"}})
         with pytest.raises(ApiException) as raised:
-            list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                      resource_version=start, timeout_seconds=2))
+            list(
+                watch.Watch().stream(
+                    core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=2
+                )
+            )
         assert raised.value.status == 410
         api.close()

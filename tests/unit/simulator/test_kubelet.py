@@ -44,7 +44,8 @@ def test_a_bound_pod_runs_after_the_start_delay_and_then_stays_running(sim: Simu
     sim.timers.advance(0.5)
     running = store.get(PODS, "default", "p")
     assert running["status"]["phase"] == "Running"
-    assert running["status"]["podIP"] and running["status"]["startTime"]
+    assert running["status"]["podIP"]
+    assert running["status"]["startTime"]
     assert running["status"]["containerStatuses"][0]["ready"] is True
     sim.timers.advance(3600)
     assert phase(sim, "p") == "Running"

@@ -30,8 +30,10 @@ def store() -> Store:
 def test_create_fills_what_the_apiserver_fills(store: Store) -> None:
     created = store.create(PODS, {**pod(""), "metadata": {"generateName": "worker-"}}, "default")
     metadata = created["metadata"]
-    assert metadata["name"].startswith("worker-") and len(metadata["name"]) == len("worker-") + 5
-    assert metadata["uid"] and metadata["creationTimestamp"] == "2026-01-01T00:00:00Z"
+    assert metadata["name"].startswith("worker-")
+    assert len(metadata["name"]) == len("worker-") + 5
+    assert metadata["uid"]
+    assert metadata["creationTimestamp"] == "2026-01-01T00:00:00Z"
     assert metadata["generation"] == 1
     assert int(metadata["resourceVersion"]) == store.resource_version
     assert created["status"]["phase"] == "Pending"

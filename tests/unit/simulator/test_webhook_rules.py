@@ -134,7 +134,8 @@ def test_webhook_defaults_are_fail_and_ten_seconds() -> None:
 def test_review_request_names_the_resource_and_operation() -> None:
     review = review_request("uid-1", request(JOBS, subresource="status"))
     body = review["request"]
-    assert review["kind"] == "AdmissionReview" and review["apiVersion"] == "admission.k8s.io/v1"
+    assert review["kind"] == "AdmissionReview"
+    assert review["apiVersion"] == "admission.k8s.io/v1"
     assert body["uid"] == "uid-1"
     assert body["resource"] == {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"}
     assert body["kind"]["kind"] == "Job"
