@@ -81,11 +81,14 @@ def podgroup_for_pod(
     """
     if not needs_podgroup(pod, scheduler_names):
         return None
+    return _build_for_pod(pod, owner_annotations or {})
+
+
+def _build_for_pod(pod: Json, inherited: Mapping[str, str]) -> dict[str, Any]:
     meta = pod.get("metadata") or {}
     annotations: Mapping[str, str] = meta.get("annotations") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
     spec = pod.get("spec") or {}
-    inherited = owner_annotations or {}
     min_member = _min_member(inherited)
     owner = controller_of(pod)
     pg_annotations = {k: v for k, v in inherited.items() if k.startswith("volcano.sh/")}
@@ -122,6 +125,41 @@ def podgroup_for_pod(
         "spec": pg_spec,
         "status": {"phase": "Pending"},
     }
+
+
+WORKLOAD_KINDS = frozenset({"ReplicaSet", "StatefulSet"})
+
+
+def workload_podgroup(
+    workload: Json,
+    first_pod: Json | None,
+    existing: Json | None,
+    scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES,
+) -> tuple[str, dict[str, Any] | None]:
+    """What a ReplicaSet/StatefulSet change means for `podgroup-<workload uid>` (Volcano's
+    WorkLoadSupport): ("delete", None) when scaled to zero; ("create" | "update", PodGroup) from
+    its first pod when that pod still needs a group (e.g. a changed group-min-member);
+    ("none", None) otherwise."""
+    if workload.get("kind") not in WORKLOAD_KINDS:
+        return "none", None
+    replicas = (workload.get("spec") or {}).get("replicas")
+    if replicas == 0:
+        return "delete", None
+    if first_pod is None or not needs_podgroup(first_pod, scheduler_names):
+        return "none", None
+    desired = _build_for_pod(first_pod, (workload.get("metadata") or {}).get("annotations") or {})
+    if existing is None:
+        return "create", desired
+    old_meta = existing.get("metadata") or {}
+    labels, annotations = desired["metadata"]["labels"], desired["metadata"]["annotations"]
+    same_spec = (existing.get("spec") or {}) == desired["spec"]
+    same_meta = (old_meta.get("labels") or {}) == labels and (
+        old_meta.get("annotations") or {}
+    ) == annotations
+    if same_spec and same_meta:
+        return "none", None
+    meta = {**old_meta, "labels": labels, "annotations": annotations}
+    return "update", {**existing, "metadata": meta, "spec": desired["spec"]}
 
 
 def group_annotation_patch(podgroup_name: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from services.controller.core.podgroups import (
     group_annotation_patch,
     podgroup_for_pod,
     podgroup_status,
+    workload_podgroup,
 )
 
 pytestmark = pytest.mark.unit
@@ -209,3 +210,49 @@ def test_podgroup_counters_and_conditions_kept() -> None:
     status = podgroup_status(PG, [_member("Running"), _member("Succeeded"), _member("Failed")])
     assert (status["running"], status["succeeded"], status["failed"]) == (1, 1, 1)
     assert status["conditions"] == PG["status"]["conditions"]
+
+
+RS = {
+    "kind": "ReplicaSet",
+    "metadata": {
+        "name": "web-abc",
+        "uid": "rs-1",
+        "annotations": {"scheduling.volcano.sh/group-min-member": "2"},
+    },
+    "spec": {"replicas": 2},
+}
+
+
+def test_workload_scaled_to_zero_drops_its_podgroup() -> None:
+    assert workload_podgroup({**RS, "spec": {"replicas": 0}}, None, None) == ("delete", None)
+
+
+def test_workload_first_pod_creates_then_updates_its_podgroup() -> None:
+    pod = plain_pod(owner=RS_REF)
+    action, created = workload_podgroup(RS, pod, None)
+    assert action == "create"
+    assert created is not None
+    assert (created["metadata"]["name"], created["spec"]["minMember"]) == ("podgroup-rs-1", 2)
+    assert workload_podgroup(RS, pod, created) == ("none", None)
+    raised = {
+        **RS,
+        "metadata": {**RS["metadata"], "annotations": {"scheduling.volcano.sh/group-min-member": "3"}},
+    }
+    action, updated = workload_podgroup(raised, pod, {**created, "status": {"phase": "Running"}})
+    assert action == "update"
+    assert updated is not None
+    assert updated["spec"]["minMember"] == 3
+    assert updated["status"] == {"phase": "Running"}
+
+
+@pytest.mark.parametrize(
+    ("workload", "pod"),
+    [
+        ({**RS, "kind": "Deployment"}, plain_pod()),
+        (RS, plain_pod(annotations={"scheduling.k8s.io/group-name": "podgroup-rs-1"})),
+        (RS, None),
+    ],
+    ids=["not-a-workload-kind", "pod-already-grouped", "no-pod-yet"],
+)
+def test_workload_changes_that_touch_nothing(workload: dict[str, Any], pod: dict[str, Any] | None) -> None:
+    assert workload_podgroup(workload, pod, None) == ("none", None)
