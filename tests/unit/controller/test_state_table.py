@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from services.controller.core import events as ev
 from services.controller.core.effects import DeletePodGroup, DeletePods, UpdateJobStatus
 from services.controller.core.jobstate import PodView, TaskSpec
-from services.controller.core.lifecycle import execute
+from services.controller.core.lifecycle import execute, transition
+from services.controller.core.policies import Policy
 from services.controller.core.reconcile import Outcome, Target
 
 from .builders import NOW, pods, state
@@ -382,6 +384,31 @@ def test_state_table_row(row: Row) -> None:
     assert any(isinstance(e, DeletePodGroup) for e in outcome.effects) == row.podgroup_deleted
 
 
+def _event_for(row: Row) -> tuple[ev.JobEvent, list[Policy]]:
+    """The event that makes the transition pick the row's action: a sync, a command, or a pod
+    failure that the targeted restart policy turns into the action."""
+    if row.action == "SyncJob":
+        return ev.OutOfSync(), []
+    if row.action in ("RestartTask", "RestartPod", "RestartPartition"):
+        pod = row.target.pod or next(p.name for p in row.pod_list if p.task == row.target.task)
+        failed = ev.PodFailed(pod, row.target.task, partition=row.target.partition, exit_code=1)
+        return failed, [Policy(row.action, frozenset({"PodFailed"}))]
+    return ev.CommandIssued(row.action), []
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_state_table_row_through_transition(row: Row) -> None:
+    event, policies = _event_for(row)
+    s = state(row.phase, pod_list=row.pod_list, policies=policies, **row.kwargs)
+    result = transition(s, event, NOW)
+    deleted = {n for e in result.effects if isinstance(e, DeletePods) for n in e.names}
+    assert result.state.status.phase == row.expected_phase
+    assert result.state.status.retry_count == s.status.retry_count + row.retry_delta
+    assert result.state.status.version == s.status.version + row.version_delta
+    assert deleted == row.deleted
+    assert any(isinstance(e, DeletePodGroup) for e in result.effects) == row.podgroup_deleted
+
+
 def test_last_retry_keeps_finished_pods_even_on_restart() -> None:
     s = state("Running", pod_list=MIXED, retry=2, max_retry=3)
     outcome = execute(s, "RestartJob", Target("task"), NOW)
@@ -434,9 +461,6 @@ def test_restart_partition_of_unknown_partition_does_nothing() -> None:
 
 
 def test_status_write_precedes_podgroup_deletion() -> None:
-    from services.controller.core import events as ev
-    from services.controller.core.lifecycle import transition
-
     result = transition(state("Running", pod_list=MIXED), ev.CommandIssued("AbortJob"), NOW)
     kinds = [type(e) for e in result.effects]
     assert kinds.index(UpdateJobStatus) < kinds.index(DeletePodGroup)
