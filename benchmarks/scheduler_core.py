@@ -59,12 +59,12 @@ class Result:
         return self.placements / self.seconds
 
 
-def build_snapshot(nodes: int, pods: int, seed: int = 7) -> Snapshot:
+def build_snapshot(nodes: int, pods: int, seed: int = 7, node_cpu: str = "64") -> Snapshot:
     rng = random.Random(seed)
     node_infos = tuple(
         NodeInfo(
             name=f"node-{i:05d}",
-            allocatable=Resources.parse({"cpu": "64", "memory": "256Gi", "pods": "110"}),
+            allocatable=Resources.parse({"cpu": node_cpu, "memory": "256Gi", "pods": "110"}),
             labels={"kubernetes.io/hostname": f"node-{i:05d}"},
         )
         for i in range(nodes)
@@ -105,8 +105,8 @@ def build_snapshot(nodes: int, pods: int, seed: int = 7) -> Snapshot:
     return Snapshot(nodes=node_infos, queues=queues, gangs=tuple(gangs), now=NOW)
 
 
-def run(nodes: int, pods: int, conf: SchedulerConf, profile: bool = False) -> Result:
-    snapshot = build_snapshot(nodes, pods)
+def run(nodes: int, pods: int, conf: SchedulerConf, profile: bool = False, node_cpu: str = "64") -> Result:
+    snapshot = build_snapshot(nodes, pods, node_cpu=node_cpu)
     profiler = cProfile.Profile() if profile else None
     started = time.perf_counter()
     if profiler:
@@ -124,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000x10000,5000x50000", help="NODESxPODS,...")
     parser.add_argument("--conf", choices=("default", "binpack"), default="default")
+    parser.add_argument("--node-cpu", default="64", help="CPUs per node (16 makes it contended)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     conf = DEFAULT_CONF if args.conf == "default" else BINPACK_CONF
@@ -132,7 +133,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for size in args.sizes.split(","):
         nodes, pods = (int(part) for part in size.split("x"))
-        result = run(nodes, pods, conf, profile=args.profile)
+        result = run(nodes, pods, conf, profile=args.profile, node_cpu=args.node_cpu)
         per_cell = result.seconds / (nodes * pods) * 1e6
         print(
             f"| {nodes} | {pods} | {result.gangs} | {result.seconds:.2f} | {result.placements} "

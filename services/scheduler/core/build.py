@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from services.scheduler.core.config import SchedulerConf
 from services.scheduler.core.context import CycleContext
-from services.scheduler.core.fairness import cluster_total, cluster_usage, compute_deserved
+from services.scheduler.core.fairness import (
+    QueueRules,
+    cluster_total,
+    cluster_usage,
+    compute_deserved,
+)
 from services.scheduler.core.messages import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
 from services.scheduler.core.ordering import task_order
 from services.scheduler.core.placement import Placer
@@ -52,22 +57,23 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
             for name, amount in pod.request.items():
                 state.idle[node][space.index[name]] -= amount
             state.other_labels[node].append((pod.namespace, dict(pod.labels)))
-    sparse_cache: dict[object, tuple[tuple[int, int], ...]] = {}
+    # Keyed by identity: hashing a Resources costs more than converting it; gangs share objects.
+    sparse_cache: dict[int, tuple[tuple[int, int], ...]] = {}
     for info in sorted(snapshot.gangs, key=lambda g: g.uid):
         queue = state.queues.get(info.queue)
         gang = GangView(info=info, queue=queue, phase=info.phase or "Pending")
         gang.alloc = [0] * space.size
-        for task_info in sorted(info.tasks, key=task_order):
-            request = sparse_cache.get(task_info.request)
+        for order, task_info in sorted((task_order(t), t) for t in info.tasks):
+            request = sparse_cache.get(id(task_info.request))
             if request is None:
-                request = sparse_cache[task_info.request] = space.sparse(task_info.request)
+                request = sparse_cache[id(task_info.request)] = space.sparse(task_info.request)
             status = task_info.status if task_info.status in _KNOWN_STATUSES else BOUND
             task = TaskView(
                 info=task_info,
                 gang=gang,
                 request=request,
                 best_effort=all(space.names[i] == "pods" for i, _ in request),
-                order=task_order(task_info),
+                order=order,
                 status=status,
                 has_anti_affinity=bool(anti_affinity_terms(task_info.affinity)),
             )
@@ -104,6 +110,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         placer=placer,
         total=cluster_total(state),
         cluster=cluster_usage(state, conf),
+        rules=QueueRules.of(conf),
         now=snapshot.now,
     )
     if conf.enabled("gang"):
@@ -183,9 +190,7 @@ def _invalid(gang: GangView) -> tuple[str, str] | None:
         return None
     if gang.role_minimums_apply():
         for role, minimum in gang.info.min_task_member.items():
-            valid = sum(
-                1 for t in gang.tasks if t.info.task_role == role and t.status in VALID_STATUSES
-            )
+            valid = sum(1 for t in gang.tasks if t.info.task_role == role and t.status in VALID_STATUSES)
             if valid < minimum:
                 return (
                     NOT_ENOUGH_PODS_OF_TASK,
@@ -195,8 +200,7 @@ def _invalid(gang: GangView) -> tuple[str, str] | None:
     if valid < gang.info.min_member:
         return (
             NOT_ENOUGH_TASKS,
-            "Not enough valid tasks for gang-scheduling, "
-            f"valid: {valid}, min: {gang.info.min_member}",
+            f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {gang.info.min_member}",
         )
     return None
 

@@ -63,8 +63,13 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     ),
     "binpack": frozenset({"binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources"}),
     "sla": frozenset({"sla-waiting-time"}),
-    "task-topology": frozenset({"task-topology.weight"}),
 }
+# Volcano names Phalanx knows but does not implement: refused by name rather than ignored.
+UNIMPLEMENTED_PLUGINS = frozenset({
+    "task-topology", "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp", "pdb",
+    "rescheduling", "usage", "resource-strategy-fit", "nodegroup", "extender", "resourcequota",
+})  # fmt: skip
+UNIMPLEMENTED_ACTIONS = frozenset({"shuffle", "gangpreempt", "gangreclaim"})
 _ARGUMENT_PREFIXES: Mapping[str, str] = {"binpack": "binpack.resources."}
 
 ACTION_ARGUMENTS: Mapping[str, frozenset[str]] = {
@@ -131,9 +136,7 @@ class SchedulerConf:
         try:
             return float(value)
         except (TypeError, ValueError) as err:
-            raise ConfError(
-                f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}"
-            ) from err
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}") from err
 
     def tier_of(self, name: str) -> int | None:
         for index, tier in enumerate(self.tiers):
@@ -185,6 +188,8 @@ def _parse_actions(value: object) -> tuple[str, ...]:
         raise ConfError("'actions' must be a comma-separated string such as 'enqueue, allocate'")
     names = tuple(name.strip() for name in value.split(","))
     for name in names:
+        if name in UNIMPLEMENTED_ACTIONS:
+            raise ConfError(f"action {name!r} is a Volcano action that Phalanx does not implement")
         if name not in ACTIONS:
             raise ConfError(f"failed to find Action {name}: known actions are {', '.join(ACTIONS)}")
     return names
@@ -203,6 +208,8 @@ def _parse_plugin(tier: int, raw: object) -> PluginOption:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
         raise ConfError(f"tier {tier + 1}: every plugin needs a 'name'")
     name = raw["name"]
+    if name in UNIMPLEMENTED_PLUGINS:
+        raise ConfError(f"plugin {name!r} is a Volcano plugin that Phalanx does not implement")
     if name not in PLUGIN_ARGUMENTS:
         known = ", ".join(sorted(PLUGIN_ARGUMENTS))
         raise ConfError(f"unknown plugin {name!r} in tier {tier + 1}; known plugins: {known}")

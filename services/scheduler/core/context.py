@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from services.scheduler.core.config import SchedulerConf
-from services.scheduler.core.fairness import ClusterUsage
+from services.scheduler.core.fairness import ClusterUsage, QueueRules
 from services.scheduler.core.placement import Placer
 from services.scheduler.core.plan import Eviction
 from services.scheduler.core.state import CycleState, GangView
@@ -24,6 +24,7 @@ class CycleContext:
     placer: Placer
     total: list[int]
     cluster: ClusterUsage
+    rules: QueueRules
     now: datetime
     enqueued: list[str] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)

@@ -61,9 +61,7 @@ def compute_deserved(state: CycleState, conf: SchedulerConf) -> None:
     elif conf.enabled("capacity"):
         for queue in state.queues.values():
             explicit = queue.info.deserved
-            queue.deserved = (
-                state.space.dense(explicit, UNLIMITED) if explicit is not None else None
-            )
+            queue.deserved = state.space.dense(explicit, UNLIMITED) if explicit is not None else None
 
 
 def _water_fill(state: CycleState, total: list[int], dims: range) -> None:
@@ -109,7 +107,22 @@ def _water_fill(state: CycleState, total: list[int], dims: range) -> None:
         queue.deserved[-1] = UNLIMITED  # pods are not part of a fair share
 
 
-def queue_blocker(queue: QueueView | None, request: Sparse, conf: SchedulerConf) -> Blocker | None:
+@dataclass(frozen=True, slots=True)
+class QueueRules:
+    """Which queue checks the configuration turns on, looked up once per cycle (a hot path)."""
+
+    proportion: bool
+    capacity: bool
+
+    @classmethod
+    def of(cls, conf: SchedulerConf) -> QueueRules:
+        return cls(
+            proportion=conf.enabled("proportion", "enabledAllocatable"),
+            capacity=conf.enabled("capacity", "enabledAllocatable"),
+        )
+
+
+def queue_blocker(queue: QueueView | None, request: Sparse, rules: QueueRules) -> Blocker | None:
     """Why `queue` may not take one more task of `request` now (Allocatable), or None."""
     if queue is None:
         return Blocker("QueueNotFound", "queue not found")
@@ -119,10 +132,10 @@ def queue_blocker(queue: QueueView | None, request: Sparse, conf: SchedulerConf)
         short = over_limit(level.alloc, request, level.capability)
         if short is not None:
             return Blocker(QUEUE_CAPABILITY, f"queue {level.name} capability exceeded")
-    deserved = queue.deserved if conf.enabled("proportion", "enabledAllocatable") else None
+    deserved = queue.deserved if rules.proportion else None
     if deserved is not None and over_limit(queue.alloc, request, deserved) is not None:
         return Blocker(QUEUE_OVERUSED, f"queue {queue.name} would exceed its deserved share")
-    if conf.enabled("capacity", "enabledAllocatable"):
+    if rules.capacity:
         for level in (queue, *queue.ancestors):
             assert level.real_capability is not None
             if over_limit(level.alloc, request, level.real_capability) is not None:
@@ -156,22 +169,18 @@ def enqueue_blocker(
         short = [
             state.space.names[i]
             for i in wanted
-            if minimum[i] + level.alloc[i] + level.inqueue[i] - level.elastic[i]
-            > level.capability[i]
+            if minimum[i] + level.alloc[i] + level.inqueue[i] - level.elastic[i] > level.capability[i]
         ]
         if short:
             return Blocker(
                 QUEUE_CAPABILITY, _names("queue resource quota insufficient", "insufficient", short)
             )
-    if conf.enabled("proportion", "enableJobEnqueued") or conf.enabled(
-        "capacity", "enableJobEnqueued"
-    ):
+    if conf.enabled("proportion", "enableJobEnqueued") or conf.enabled("capacity", "enableJobEnqueued"):
         assert queue.real_capability is not None
         short = [
             state.space.names[i]
             for i in wanted
-            if minimum[i] + queue.alloc[i] + queue.inqueue[i] - queue.elastic[i]
-            > queue.real_capability[i]
+            if minimum[i] + queue.alloc[i] + queue.inqueue[i] - queue.elastic[i] > queue.real_capability[i]
         ]
         if short:
             return Blocker(
@@ -184,9 +193,7 @@ def enqueue_blocker(
             if cluster.inqueue[i] + minimum[i] > cluster.total[i] * cluster.factor - cluster.used[i]
         ]
         if short:
-            return Blocker(
-                CLUSTER_OVERUSED, _names("resource in cluster is overused", "overused", short)
-            )
+            return Blocker(CLUSTER_OVERUSED, _names("resource in cluster is overused", "overused", short))
     return None
 
 

@@ -53,9 +53,7 @@ def unschedulable_message(gang: GangView) -> str:
     return f"{unready}/{len(gang.tasks)} tasks in gang unschedulable: {fit_error(gang)}"
 
 
-def verdict(
-    gang: GangView, reason: str, condition_reason: str = NOT_ENOUGH_RESOURCES
-) -> GangVerdict:
+def verdict(gang: GangView, reason: str, condition_reason: str = NOT_ENOUGH_RESOURCES) -> GangVerdict:
     fit_errors = next((t.fit_error for t in gang.tasks if t.fit_error is not None), "")
     # A gang whose pods do not exist yet (a Volcano Job before Inqueue) has no condition in
     # Volcano; its only explanation is the enqueue event, so that becomes the message.

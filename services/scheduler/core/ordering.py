@@ -54,9 +54,7 @@ def parse_duration(raw: object) -> timedelta | None:
     return timedelta(seconds=seconds) if seconds > 0 else None
 
 
-def job_key(
-    gang: GangView, state: CycleState, conf: SchedulerConf, total: list[int]
-) -> tuple[object, ...]:
+def job_key(gang: GangView, state: CycleState, conf: SchedulerConf, total: list[int]) -> tuple[object, ...]:
     key: list[object] = []
     for tier in conf.tiers:
         for option in tier.plugins:
@@ -77,9 +75,7 @@ def job_key(
 
 
 def queue_key(queue: QueueView, conf: SchedulerConf, state: CycleState) -> tuple[object, ...]:
-    if conf.enabled("proportion", "enableQueueOrder") or conf.enabled(
-        "capacity", "enableQueueOrder"
-    ):
+    if conf.enabled("proportion", "enableQueueOrder") or conf.enabled("capacity", "enableQueueOrder"):
         return (-queue.info.priority, queue_share(queue, fair_dims(state)), queue.name)
     return (queue.name,)
 

@@ -52,9 +52,7 @@ class Shape:
 def static_key(task: TaskInfo) -> Hashable:
     if not task.node_selector and not task.affinity and not task.tolerations:
         return None
-    return json.dumps(
-        [task.node_selector, task.affinity, task.tolerations], sort_keys=True, default=str
-    )
+    return json.dumps([task.node_selector, task.affinity, task.tolerations], sort_keys=True, default=str)
 
 
 class Placer:
@@ -129,19 +127,17 @@ class Placer:
             self._shapes[key] = shape
         return shape
 
-    def _score(self, shape: Shape, node: int) -> float:
-        base = shape.static.bonus.get(node, 0.0)
-        if shape.scorer is None:
-            return base
-        state = self._state
-        return base + shape.scorer(state.idle[node], state.allocatable[node])
-
     def _push(self, shape: Shape, task: TaskView, node: int) -> None:
-        version = self._state.version[node]
-        if shape.pushed.get(node) == version or not fits(task.request, self._state.idle[node]):
+        state = self._state
+        version = state.version[node]
+        idle = state.idle[node]
+        if shape.pushed.get(node) == version or not fits(task.request, idle):
             return
         shape.pushed[node] = version
-        heapq.heappush(shape.heap, (-self._score(shape, node), node, version))
+        score = shape.static.bonus.get(node, 0.0) if shape.static.bonus else 0.0
+        if shape.scorer is not None:
+            score += shape.scorer(idle, state.allocatable[node])
+        heapq.heappush(shape.heap, (-score, node, version))
 
     def _from_heap(self, task: TaskView) -> int | None:
         shape = self._shape(task)

@@ -62,9 +62,7 @@ class GangVerdict:
     gang_uid: str
     namespace: str
     name: str
-    reason: (
-        str  # e.g. NotEnoughResources, QueueCapabilityExceeded, QueueClosed, NodeSelectorMismatch
-    )
+    reason: str  # e.g. NotEnoughResources, QueueCapabilityExceeded, QueueClosed, NodeSelectorMismatch
     message: str  # the PodGroup Unschedulable condition message, worded as Volcano's
     condition_reason: str = "NotEnoughResources"  # or NotEnoughTasks / NotEnoughPodsOfTask
     fit_errors: str = ""  # e.g. "0/2 nodes are unavailable: 2 Insufficient cpu."

@@ -62,9 +62,7 @@ def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) ->
         return NODE_AFFINITY
     if options.taint_toleration:
         for taint in node.taints:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(
-                task.tolerations, taint
-            ):
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(task.tolerations, taint):
                 key, value = taint.get("key"), taint.get("value", "")
                 return f"node(s) had untolerated taint {{{key}: {value}}}"
     return None
@@ -83,9 +81,7 @@ def matches_node_affinity(task: TaskInfo, node: NodeInfo) -> bool:
 
 def preferred_affinity_weight(task: TaskInfo, node: NodeInfo) -> tuple[int, int]:
     """(matched weight, total weight) of the task's preferred node-affinity terms on `node`."""
-    preferred = _get(
-        task.affinity, "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"
-    )
+    preferred = _get(task.affinity, "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
     matched = total = 0
     for entry in preferred or []:
         weight = int(entry.get("weight", 0))
@@ -111,9 +107,7 @@ def has_pod_affinity(task: TaskInfo) -> bool:
 
 
 def anti_affinity_terms(affinity: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    return list(
-        _get(affinity, "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution") or []
-    )
+    return list(_get(affinity, "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution") or [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +128,7 @@ class PodAffinityCheck:
 
     def __init__(self, task: TaskInfo, nodes: Sequence[NodeInfo], pods: Iterable[PlacedPod]):
         self._nodes = nodes
-        affinity = _get(
-            task.affinity, "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"
-        )
+        affinity = _get(task.affinity, "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
         self._affinity = [(t, set[str]()) for t in affinity or []]
         self._anti = [(t, set[str]()) for t in anti_affinity_terms(task.affinity)]
         self._existing_anti: list[tuple[str, str]] = []  # (topologyKey, domain) the task must avoid
@@ -242,9 +234,7 @@ def _tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any
         if toleration.get("operator") == "Exists":
             if not key or key == taint.get("key"):
                 return True
-        elif key == taint.get("key") and (toleration.get("value") or "") == (
-            taint.get("value") or ""
-        ):
+        elif key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or ""):
             return True
     return False
 

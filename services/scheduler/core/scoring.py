@@ -83,14 +83,23 @@ def make_scorer(weights: ScoreWeights, space: ResourceSpace, request: Sparse) ->
     ]
     packed_total = sum(w for _, w, _ in packed)
 
+    least, most, balanced = weights.least_requested, weights.most_requested, weights.balanced
+
     def score(idle: Sequence[int], allocatable: Sequence[int]) -> float:
+        # Written out rather than through helpers: this runs several times per placement.
         total = 0.0
         if kube_weight:
-            f_cpu = _fraction(allocatable[cpu] - idle[cpu] + req_cpu, allocatable[cpu])
-            f_mem = _fraction(allocatable[memory] - idle[memory] + req_mem, allocatable[memory])
-            total += weights.least_requested * (2.0 - f_cpu - f_mem) * 50.0
-            total += weights.most_requested * (f_cpu + f_mem) * 50.0
-            total += weights.balanced * (1.0 - abs(f_cpu - f_mem) / 2.0) * MAX_SCORE
+            capacity = allocatable[cpu]
+            f_cpu = (capacity - idle[cpu] + req_cpu) / capacity if capacity > 0 else 1.0
+            f_cpu = 1.0 if f_cpu > 1.0 else f_cpu
+            capacity = allocatable[memory]
+            f_mem = (capacity - idle[memory] + req_mem) / capacity if capacity > 0 else 1.0
+            f_mem = 1.0 if f_mem > 1.0 else f_mem
+            total = (
+                least * (2.0 - f_cpu - f_mem) * 50.0
+                + most * (f_cpu + f_mem) * 50.0
+                + balanced * (1.0 - abs(f_cpu - f_mem) / 2.0) * MAX_SCORE
+            )
         if packed_total:
             packing = 0.0
             for index, w, amount in packed:
@@ -125,9 +134,3 @@ def static_bonus(
             share = 1.0 - count / worst if worst else 1.0
             bonus[n] += weights.taint_toleration * share * MAX_SCORE
     return bonus
-
-
-def _fraction(requested: int, capacity: int) -> float:
-    if capacity <= 0:
-        return 1.0
-    return min(1.0, requested / capacity)

@@ -138,9 +138,7 @@ class CycleState:
         self.tasks_on_node: list[dict[str, TaskView]] = [{} for _ in nodes]
         self.other_labels: list[list[tuple[str, dict[str, str]]]] = [[] for _ in nodes]
         self.version = [0] * len(nodes)
-        self.revived: list[
-            int
-        ] = []  # nodes whose idle grew back (rollback): shape heaps re-add them
+        self.revived: list[int] = []  # nodes whose idle grew back (rollback): shape heaps re-add them
         self.queues: dict[str, QueueView] = {}
         self.gangs: list[GangView] = []
         self.commits = 0

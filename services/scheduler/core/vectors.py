@@ -41,9 +41,7 @@ class ResourceSpace:
         return tuple(sorted((self.index[n], a) for n, a in amounts.items() if a))
 
     def resources(self, vector: Sequence[int]) -> Resources:
-        return Resources(
-            {n: a for n, a in zip(self.names, vector, strict=True) if 0 < a < UNLIMITED}
-        )
+        return Resources({n: a for n, a in zip(self.names, vector, strict=True) if 0 < a < UNLIMITED})
 
 
 def fits(request: Sparse, available: Sequence[int]) -> bool:

@@ -85,6 +85,11 @@ def test_hierarchy_switch_defaults_off() -> None:
             "{name: proportion}]}]",
             "proportion and drf with hierarchy enabled conflicts",
         ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: tdm}]}]',
+            "plugin 'tdm' is a Volcano plugin that Phalanx does not implement",
+        ),
+        ('actions: "allocate, shuffle"\ntiers: []', "action 'shuffle' is a Volcano action"),
     ],
     ids=[
         "unknown-action",
@@ -97,6 +102,8 @@ def test_hierarchy_switch_defaults_off() -> None:
         "not-a-mapping",
         "bad-yaml",
         "hdrf-with-proportion",
+        "unimplemented-plugin",
+        "unimplemented-action",
     ],
 )
 def test_bad_conf_is_rejected_with_a_message_naming_the_culprit(text: str, named: str) -> None:

@@ -26,9 +26,7 @@ def allocate(ctx: CycleContext) -> None:
     for index, gang in enumerate(state.gangs):
         if ctx.schedulable(gang) and _placeable(gang):
             assert gang.queue is not None
-            per_queue.setdefault(gang.queue.name, []).append(
-                (job_key(gang, state, conf, ctx.total), index)
-            )
+            per_queue.setdefault(gang.queue.name, []).append((job_key(gang, state, conf, ctx.total), index))
     queues = []
     for name, jobs in per_queue.items():
         heapq.heapify(jobs)
@@ -51,9 +49,7 @@ def allocate(ctx: CycleContext) -> None:
 
 
 def _placeable(gang: GangView) -> bool:
-    return any(
-        (t.status == PENDING and not t.best_effort) or t.status == PIPELINED for t in gang.tasks
-    )
+    return any((t.status == PENDING and not t.best_effort) or t.status == PIPELINED for t in gang.tasks)
 
 
 def _block(gang: GangView, reason: str) -> None:
@@ -75,7 +71,7 @@ def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
     for position, task in enumerate(todo):
         if task.info.task_role in failed_roles:
             continue  # its role already failed to fit: the same spec will not fit either
-        blocker = queue_blocker(gang.queue, task.request, ctx.conf)
+        blocker = queue_blocker(gang.queue, task.request, ctx.rules)
         if blocker is not None:
             _block(gang, blocker.reason)
             gang.job_fit_error = gang.job_fit_error or blocker.detail
@@ -131,7 +127,7 @@ def backfill(ctx: CycleContext) -> None:
         for task in gang.tasks:
             if task.status != PENDING or not task.best_effort:
                 continue
-            blocker = queue_blocker(gang.queue, task.request, conf)
+            blocker = queue_blocker(gang.queue, task.request, ctx.rules)
             if blocker is not None:
                 _block(gang, blocker.reason)
                 break

@@ -26,9 +26,7 @@ def enqueue(ctx: CycleContext) -> None:
                 gang.enqueue_reason = "QueueNotFound"
                 gang.enqueue_detail = f"queue {gang.info.queue} not found"
                 continue
-            per_queue.setdefault(gang.queue.name, []).append(
-                (job_key(gang, state, conf, ctx.total), index)
-            )
+            per_queue.setdefault(gang.queue.name, []).append((job_key(gang, state, conf, ctx.total), index))
     queues = []
     for name, jobs in per_queue.items():
         heapq.heapify(jobs)

@@ -84,11 +84,9 @@ def _make_room(ctx: CycleContext, gang: GangView, mode: str) -> None:
         )
 
 
-def _place(
-    ctx: CycleContext, gang: GangView, task: TaskView, mode: str, evicted: list[TaskView]
-) -> bool:
+def _place(ctx: CycleContext, gang: GangView, task: TaskView, mode: str, evicted: list[TaskView]) -> bool:
     state, placer = ctx.state, ctx.placer
-    if queue_blocker(gang.queue, task.request, ctx.conf) is None:
+    if queue_blocker(gang.queue, task.request, ctx.rules) is None:
         found = placer.find(task)
         if found is not None:
             state.assign(task, found[0], PIPELINED)
@@ -100,7 +98,7 @@ def _place(
         for victim in victims:
             state.evict(victim)
             evicted.append(victim)
-        if queue_blocker(gang.queue, task.request, ctx.conf) is not None:
+        if queue_blocker(gang.queue, task.request, ctx.rules) is not None:
             return False  # room on the node, but the queue may not take it even so
         state.assign(task, node, PIPELINED)
         return True
@@ -201,9 +199,7 @@ def _queue_still_over(
     return True
 
 
-def _eligible(
-    ctx: CycleContext, gang: GangView, task: TaskView, victim: TaskView, mode: str
-) -> bool:
+def _eligible(ctx: CycleContext, gang: GangView, task: TaskView, victim: TaskView, mode: str) -> bool:
     victim_gang = victim.gang
     if victim.status not in (BOUND, RUNNING) or not victim.info.preemptable:
         return False
@@ -212,8 +208,7 @@ def _eligible(
     if any(t.status in (ALLOCATED, PIPELINED) for t in victim_gang.tasks):
         return False  # a gang placed in this very cycle is not taken apart again
     if ctx.conf.enabled("conformance") and (
-        victim.info.priority_class_name in _CRITICAL_CLASSES
-        or victim.info.namespace == "kube-system"
+        victim.info.priority_class_name in _CRITICAL_CLASSES or victim.info.namespace == "kube-system"
     ):
         return False
     if task.best_effort and not victim.best_effort:
