@@ -65,6 +65,8 @@ class SimulatorServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.settings.host, self.settings.port))
+        # Listening now, not when uvicorn starts, lets clients connect as soon as it is announced.
+        sock.listen(4096)
         self._socket, self.port = sock, sock.getsockname()[1]
         self.cluster = build_cluster(self.settings, loop, nodes=self._nodes)
         config = uvicorn.Config(
