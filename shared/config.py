@@ -16,9 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class NatsSettings(BaseModel):
     url: str = Field("nats://127.0.0.1:4222", description="NATS server URL (JetStream enabled).")
-    audit_max_age_hours: float = Field(
-        24 * 7, gt=0, description="How long the AUDIT stream keeps events."
-    )
+    audit_max_age_hours: float = Field(24 * 7, gt=0, description="How long the AUDIT stream keeps events.")
     audit_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of the AUDIT stream.")
 
 

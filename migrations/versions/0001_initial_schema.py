@@ -4,7 +4,7 @@ Ownership of each table is in migrations/README.md.
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-23 09:32:44.026998
+Create Date: 2026-11-23 09:38:32.656311
 """
 
 from collections.abc import Sequence
@@ -27,12 +27,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=253), nullable=False),
         sa.Column("action", sa.String(length=32), nullable=False),
         sa.Column("target", sa.String(length=512), nullable=False),
-        sa.Column(
-            "applied_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
+        sa.Column("applied_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.PrimaryKeyConstraint("uid", name=op.f("pk_applied_commands")),
     )
     op.create_table(
@@ -41,12 +36,7 @@ def upgrade() -> None:
         sa.Column("subject", sa.Text(), nullable=False),
         sa.Column("msg_id", sa.String(length=200), nullable=False),
         sa.Column("payload", sa.LargeBinary(), nullable=False),
-        sa.Column(
-            "created_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
+        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.Column("published_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_controller_outbox")),
     )
@@ -67,12 +57,7 @@ def upgrade() -> None:
         sa.Column("pod_uid", sa.String(length=64), nullable=True),
         sa.Column("node", sa.String(length=253), nullable=True),
         sa.Column("state", sa.String(length=16), nullable=False),
-        sa.Column(
-            "created_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
+        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_decisions")),
     )
     op.create_index(op.f("ix_decisions_gang_uid"), "decisions", ["gang_uid"], unique=False)
@@ -99,12 +84,7 @@ def upgrade() -> None:
         sa.Column("condition_reason", sa.String(length=64), nullable=False),
         sa.Column("message", sa.Text(), nullable=False),
         sa.Column("cycle", sa.BigInteger(), nullable=False),
-        sa.Column(
-            "updated_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
+        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.PrimaryKeyConstraint("gang_uid", name=op.f("pk_gang_verdicts")),
     )
     op.create_table(
@@ -116,12 +96,7 @@ def upgrade() -> None:
         sa.Column("retry_count", sa.Integer(), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("state", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
-        sa.Column(
-            "updated_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
+        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.PrimaryKeyConstraint("uid", name=op.f("pk_jobs")),
     )
     op.create_index(op.f("ix_jobs_namespace_name"), "jobs", ["namespace", "name"], unique=False)
@@ -156,9 +131,7 @@ def upgrade() -> None:
         sa.Column("deleted", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.PrimaryKeyConstraint("uid", name=op.f("pk_pod_groups")),
     )
-    op.create_index(
-        op.f("ix_pod_groups_namespace_name"), "pod_groups", ["namespace", "name"], unique=False
-    )
+    op.create_index(op.f("ix_pod_groups_namespace_name"), "pod_groups", ["namespace", "name"], unique=False)
     op.create_table(
         "pods",
         sa.Column("uid", sa.String(length=64), nullable=False),
@@ -180,9 +153,7 @@ def upgrade() -> None:
         sa.Column("deleted", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.PrimaryKeyConstraint("uid", name=op.f("pk_pods")),
     )
-    op.create_index(
-        op.f("ix_pods_namespace_group_name"), "pods", ["namespace", "group_name"], unique=False
-    )
+    op.create_index(op.f("ix_pods_namespace_group_name"), "pods", ["namespace", "group_name"], unique=False)
     op.create_index(op.f("ix_pods_node_name"), "pods", ["node_name"], unique=False)
     op.create_table(
         "priority_classes",
@@ -212,6 +183,15 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("name", name=op.f("pk_queues")),
     )
     op.create_table(
+        "scheduler_config",
+        sa.Column("name", sa.String(length=253), nullable=False),
+        sa.Column("conf", sa.Text(), nullable=False),
+        sa.Column("resource_version", sa.BigInteger(), nullable=False),
+        sa.Column("relist_id", sa.String(length=64), nullable=True),
+        sa.Column("deleted", sa.Boolean(), server_default=sa.text("false"), nullable=False),
+        sa.PrimaryKeyConstraint("name", name=op.f("pk_scheduler_config")),
+    )
+    op.create_table(
         "scheduler_leader",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("holder", sa.String(length=253), nullable=False),
@@ -225,12 +205,7 @@ def upgrade() -> None:
         sa.Column("subject", sa.Text(), nullable=False),
         sa.Column("msg_id", sa.String(length=200), nullable=False),
         sa.Column("payload", sa.LargeBinary(), nullable=False),
-        sa.Column(
-            "created_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
+        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.Column("published_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_scheduler_outbox")),
     )
@@ -251,6 +226,7 @@ def downgrade() -> None:
     )
     op.drop_table("scheduler_outbox")
     op.drop_table("scheduler_leader")
+    op.drop_table("scheduler_config")
     op.drop_table("queues")
     op.drop_table("priority_classes")
     op.drop_index(op.f("ix_pods_node_name"), table_name="pods")
@@ -264,9 +240,7 @@ def downgrade() -> None:
     op.drop_table("gang_verdicts")
     op.drop_table("gang_fences")
     op.drop_index(
-        "ix_decisions_pending",
-        table_name="decisions",
-        postgresql_where=sa.text("state = 'pending'"),
+        "ix_decisions_pending", table_name="decisions", postgresql_where=sa.text("state = 'pending'")
     )
     op.drop_index(op.f("ix_decisions_gang_uid"), table_name="decisions")
     op.drop_table("decisions")

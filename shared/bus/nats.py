@@ -42,6 +42,7 @@ from shared.messages.envelope import CloudEvent, UnknownEventType, decode
 log = structlog.get_logger()
 
 Handler = Callable[[CloudEvent[Any]], Awaitable[None]]
+BatchHandler = Callable[[list[CloudEvent[Any]]], Awaitable[None]]
 
 MSG_ID = "Nats-Msg-Id"
 DEFAULT_BACKOFF = (0.2, 1.0, 5.0, 15.0, 30.0)
@@ -68,6 +69,35 @@ class ConsumerStats:
     retried: int = 0
     dead_lettered: int = 0
     errors: list[str] = field(default_factory=list)
+
+
+class Pipeline:
+    """Publishes without waiting for each ack: messages go out in call order, acks are checked as
+    they arrive, and `drain` waits for the rest. A failed ack raises on the next call."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+        self._inflight: list[asyncio.Future[Any]] = []
+
+    async def send(self, subject: str, payload: bytes, msg_id: str) -> None:
+        self._inflight.append(await self._js.publish_async(subject, payload, headers={MSG_ID: msg_id}))
+        if len(self._inflight) >= 512:
+            self._reap()
+
+    def _reap(self) -> None:
+        still: list[asyncio.Future[Any]] = []
+        for future in self._inflight:
+            if not future.done():
+                still.append(future)
+            elif future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
+        self._inflight = still
+
+    async def drain(self) -> None:
+        futures, self._inflight = self._inflight, []
+        for result in await asyncio.gather(*futures, return_exceptions=True):
+            if isinstance(result, BaseException):
+                raise result
 
 
 class Bus:
@@ -129,6 +159,10 @@ class Bus:
     async def publish_raw(self, subject: str, payload: bytes, *, msg_id: str) -> None:
         await self.js.publish(subject, payload, headers={MSG_ID: msg_id})
 
+    async def publish_raw_quick(self, subject: str, payload: bytes, msg_id: str) -> None:
+        """Publish and wait for the ack without holding the caller's request path in a queue."""
+        await (await self.js.publish_async(subject, payload, headers={MSG_ID: msg_id}))
+
     async def publish_many(self, items: Sequence[tuple[str, bytes, str]]) -> None:
         """Publish (subject, payload, msg_id) triples in order, waiting for every ack at the end.
 
@@ -143,10 +177,27 @@ class Bus:
             if isinstance(ack, BaseException):
                 raise ack
 
+    def pipeline(self) -> Pipeline:
+        return Pipeline(self.js)
+
     def consume(self, spec: ConsumerSpec, handler: Handler) -> ConsumerStats:
         """Start consuming in the background; returns live counters. Stopped by `close()`."""
         stats = ConsumerStats()
         self._tasks.append(asyncio.create_task(self._consume(spec, handler, stats)))
+        return stats
+
+    def consume_batches(self, spec: ConsumerSpec, handler: BatchHandler) -> ConsumerStats:
+        """Like `consume`, but hands each fetched batch to `handler` at once (one transaction).
+
+        When a batch fails, its messages are retried one by one through the per-message path, so
+        one poison message is dead-lettered alone and the rest still land.
+        """
+        stats = ConsumerStats()
+
+        async def one(event: CloudEvent[Any]) -> None:
+            await handler([event])
+
+        self._tasks.append(asyncio.create_task(self._consume(spec, one, stats, batch_handler=handler)))
         return stats
 
     async def _subscribe(self, spec: ConsumerSpec) -> JetStreamContext.PullSubscription:
@@ -168,7 +219,14 @@ class Bus:
         await self.js.add_consumer(spec.stream, config)
         return await self.js.pull_subscribe_bind(spec.durable, stream=spec.stream)
 
-    async def _consume(self, spec: ConsumerSpec, handler: Handler, stats: ConsumerStats) -> None:
+    async def _consume(
+        self,
+        spec: ConsumerSpec,
+        handler: Handler,
+        stats: ConsumerStats,
+        *,
+        batch_handler: BatchHandler | None = None,
+    ) -> None:
         subscription = await self._subscribe(spec)
         limit = asyncio.Semaphore(spec.concurrency)
         while not self._stopping.is_set():
@@ -182,14 +240,30 @@ class Bus:
                 log.warning("fetch failed", durable=spec.durable, error=str(error))
                 await asyncio.sleep(0.5)
                 continue
+            if batch_handler is not None and await self._handle_batch(batch_handler, batch, stats):
+                continue
             # One object's messages (one subject) run in order; different objects run concurrently.
             by_subject: dict[str, list[Msg]] = {}
             for msg in batch:
                 by_subject.setdefault(msg.subject, []).append(msg)
             await asyncio.gather(
-                *(self._handle_in_order(spec, handler, msgs, stats, limit)
-                  for msgs in by_subject.values())
+                *(self._handle_in_order(spec, handler, msgs, stats, limit) for msgs in by_subject.values())
             )
+
+    async def _handle_batch(self, handler: BatchHandler, batch: list[Msg], stats: ConsumerStats) -> bool:
+        """True when the whole batch was handled and acknowledged."""
+        try:
+            events = [decode(msg.data) for msg in batch]
+            await handler(events)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("batch failed; retrying one by one", error=f"{type(error).__name__}: {error}")
+            return False
+        for msg in batch:
+            await msg.ack()
+        stats.handled += len(batch)
+        return True
 
     async def _handle_in_order(
         self,
@@ -207,9 +281,7 @@ class Bus:
                         await later.nak(delay=0.05)
                     return
 
-    async def _handle_one(
-        self, spec: ConsumerSpec, handler: Handler, msg: Msg, stats: ConsumerStats
-    ) -> bool:
+    async def _handle_one(self, spec: ConsumerSpec, handler: Handler, msg: Msg, stats: ConsumerStats) -> bool:
         """Handle one message; False when it was put back for a later retry."""
         delivered = msg.metadata.num_delivered
         try:
@@ -246,18 +318,14 @@ class Bus:
         stats.retried += 1
         return False
 
-    async def _dead_letter(
-        self, spec: ConsumerSpec, msg: Msg, reason: str, stats: ConsumerStats
-    ) -> None:
+    async def _dead_letter(self, spec: ConsumerSpec, msg: Msg, reason: str, stats: ConsumerStats) -> None:
         log.error("dead-lettered", durable=spec.durable, subject=msg.subject, reason=reason)
         headers = {
             "Phalanx-Reason": reason[:1000],
             "Phalanx-Original-Subject": msg.subject,
             MSG_ID: f"dlq:{spec.durable}:{msg.metadata.stream}:{msg.metadata.sequence.stream}",
         }
-        await self.js.publish(
-            subjects.deadletter(spec.stream, spec.durable), msg.data, headers=headers
-        )
+        await self.js.publish(subjects.deadletter(spec.stream, spec.durable), msg.data, headers=headers)
         await msg.term()
         stats.dead_lettered += 1
         stats.errors.append(reason)

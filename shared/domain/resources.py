@@ -108,14 +108,17 @@ class Resources(Mapping[str, int]):
 ZERO = Resources()
 
 
-def pod_requests(containers: Iterable[Mapping[str, object]],
-                 init_containers: Iterable[Mapping[str, object]] = (),
-                 overhead: Mapping[str, str] | None = None) -> Resources:
+def pod_requests(
+    containers: Iterable[Mapping[str, object]],
+    init_containers: Iterable[Mapping[str, object]] = (),
+    overhead: Mapping[str, str] | None = None,
+) -> Resources:
     """A pod's effective request, as kube-scheduler computes it.
 
     The sum of its containers' requests (limits stand in where a request is missing), raised to the
     largest init container's request, plus the pod overhead. Counts one pod.
     """
+
     def requests_of(container: Mapping[str, object]) -> Resources:
         resources = container.get("resources") or {}
         assert isinstance(resources, Mapping)

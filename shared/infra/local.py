@@ -67,9 +67,21 @@ def start_nats(state_dir: Path, *, port: int | None = None) -> LocalServer:
     data.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "nats.log"
     process = subprocess.Popen(
-        [str(binaries.nats_server()), "-a", "127.0.0.1", "-p", str(port), "-js",
-         "-sd", str(data), "-l", str(log_path)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(binaries.nats_server()),
+            "-a",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-js",
+            "-sd",
+            str(data),
+            "-l",
+            str(log_path),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     _wait_for_port(port, process, log_path, "nats-server")
@@ -133,35 +145,73 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
         if as_other:
             os.chown(data, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
         subprocess.run(
-            [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-             "--encoding=UTF8", "--no-sync"],
-            check=True, capture_output=True, cwd=tempfile.gettempdir(), **run_as,  # type: ignore[call-overload]
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            cwd=tempfile.gettempdir(),
+            **run_as,  # type: ignore[call-overload]
         )
     with open(log_path, "ab") as log_file:
         if as_other:
             os.chown(log_path, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
         process = subprocess.Popen(
-            [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port), "-h", "127.0.0.1",
-             "-k", str(data), "-c", "fsync=off", "-c", "synchronous_commit=off",
-             "-c", "full_page_writes=off", "-c", "max_connections=200"],
-            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-            start_new_session=True, cwd=tempfile.gettempdir(), **run_as,  # type: ignore[call-overload]
+            [
+                str(bin_dir / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(port),
+                "-h",
+                "127.0.0.1",
+                "-k",
+                str(data),
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            start_new_session=True,
+            cwd=tempfile.gettempdir(),
+            **run_as,  # type: ignore[call-overload]
         )
     _wait_for_port(port, process, log_path, "postgres")
     _wait_until_accepting(bin_dir, port, process, log_path)
     if fresh:
         subprocess.run(
-            [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-             DATABASE],
-            check=True, capture_output=True,
+            [
+                str(bin_dir / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                DATABASE,
+            ],
+            check=True,
+            capture_output=True,
         )
     url = f"postgresql+asyncpg://postgres@127.0.0.1:{port}/{DATABASE}"
     return LocalServer("postgres", process.pid, port, url, str(data), str(log_path))
 
 
-def _wait_until_accepting(
-    bin_dir: Path, port: int, process: subprocess.Popen[bytes], log_path: Path
-) -> None:
+def _wait_until_accepting(bin_dir: Path, port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:

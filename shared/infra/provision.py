@@ -25,6 +25,7 @@ class Provided:
     url: str
     how: str  # "environment" | "container" | "local process"
     stop: Callable[[], None]
+    server: local.LocalServer | None = None
 
 
 def _nothing() -> None:
@@ -56,7 +57,7 @@ def provide_nats(state_dir: Path, *, env: str = NATS_ENV) -> Provided:
         container.start()
         return Provided(container.nats_uri(), "container", container.stop)
     server = local.start_nats(state_dir)
-    return Provided(server.url, "local process", lambda: local.stop(server))
+    return Provided(server.url, "local process", lambda: local.stop(server), server)
 
 
 def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV) -> Provided:
@@ -69,4 +70,4 @@ def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV) -> Provided:
         container.start()
         return Provided(container.get_connection_url(), "container", container.stop)
     server = local.start_postgres(state_dir)
-    return Provided(server.url, "local process", lambda: local.stop(server))
+    return Provided(server.url, "local process", lambda: local.stop(server), server)

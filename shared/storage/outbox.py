@@ -98,9 +98,7 @@ class OutboxRelay:
                 return 0
             await self._bus.publish_many([(r.subject, r.payload, r.msg_id) for r in rows])
             await session.execute(
-                update(table)
-                .where(table.id.in_([r.id for r in rows]))
-                .values(published_at=func.now())
+                update(table).where(table.id.in_([r.id for r in rows])).values(published_at=func.now())
             )
         self.published += len(rows)
         return len(rows)

@@ -117,6 +117,14 @@ class Pod(_Projected, Base):
     __table_args__ = (Index(None, "namespace", "group_name"), Index(None, "node_name"))
 
 
+class SchedulerConfig(_Projected, Base):
+    """The volcano-scheduler.conf text from the ConfigMap Volcano keeps it in (by its key)."""
+
+    __tablename__ = "scheduler_config"
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    conf: Mapped[str] = mapped_column(Text)
+
+
 # -- written by the scheduler (cycle) ------------------------------------------------------------
 
 
@@ -233,6 +241,7 @@ OWNERS: dict[str, str] = {
     "priority_classes": "scheduler (ingest)",
     "pod_groups": "scheduler (ingest)",
     "pods": "scheduler (ingest)",
+    "scheduler_config": "scheduler (ingest)",
     "decisions": "scheduler (cycle; ingest marks them confirmed)",
     "gang_verdicts": "scheduler (cycle)",
     "scheduler_leader": "scheduler (leadership)",

@@ -1,0 +1,172 @@
+"""`phalanx` — the one command a user types.
+
+phalanx up / down                 the whole system on embedded defaults
+phalanx infra up / down / status  only NATS and PostgreSQL, as local processes
+phalanx migrate                   apply the schema to PHALANX_DATABASE_URL
+phalanx simulator                 the simulated cluster alone
+phalanx scenario run FILE...      run scenarios against the whole stack
+phalanx events watch              the audit stream, live or replayed
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from shared.infra import local
+
+app = typer.Typer(
+    help="Phalanx: Volcano-compatible gang scheduling over NATS and PostgreSQL.", no_args_is_help=True
+)
+infra = typer.Typer(
+    help="Local NATS (JetStream) and PostgreSQL processes, without Docker.", no_args_is_help=True
+)
+app.add_typer(infra, name="infra")
+console = Console(soft_wrap=True)
+
+STATE_DIR = typer.Option(Path(".phalanx"), "--state-dir", help="Where state, logs and pids live.")
+
+
+@infra.command("up")
+def infra_up(state_dir: Path = STATE_DIR) -> None:
+    """Start NATS and PostgreSQL (unless already running for STATE_DIR) and print their URLs."""
+    from shared.storage import migrate
+
+    servers = local.up(state_dir.resolve())
+    postgres = next(s for s in servers if s.name == "postgres")
+    migrate.upgrade(postgres.url)
+    for server in servers:
+        console.print(f"[bold]{server.name}[/bold] {server.url}  (pid {server.pid}, log {server.log_path})")
+    nats = next(s for s in servers if s.name == "nats")
+    console.print(f"\nexport PHALANX_NATS_URL={nats.url}\nexport PHALANX_DATABASE_URL={postgres.url}")
+
+
+@infra.command("down")
+def infra_down(state_dir: Path = STATE_DIR) -> None:
+    """Stop the processes `infra up` started for STATE_DIR."""
+    for server in local.down(state_dir.resolve()):
+        console.print(f"stopped {server.name} (pid {server.pid})")
+
+
+@infra.command("status")
+def infra_status(state_dir: Path = STATE_DIR) -> None:
+    servers = local.load(state_dir.resolve())
+    if not servers:
+        console.print("nothing running")
+    for server in servers:
+        alive = "running" if local.is_alive(server.pid) else "gone"
+        console.print(f"{server.name} {server.url} pid {server.pid} {alive}")
+
+
+@app.command()
+def up(
+    state_dir: Path = STATE_DIR,
+    detach: bool = typer.Option(False, "--detach", "-d", help="Return once everything is ready."),
+    nodes: Path = typer.Option(None, "--nodes", help="A YAML list of simulated nodes (default: 4 nodes)."),
+    scheduler_conf: Path = typer.Option(None, "--scheduler-conf", help="A volcano-scheduler.conf file."),
+) -> None:
+    """Run the whole system on embedded defaults: NATS, PostgreSQL, the simulator, the services."""
+    import signal
+    import time
+
+    from phalanx import stack as stacks
+
+    console.print("starting NATS, PostgreSQL, the simulated cluster and the four services ...")
+    try:
+        running = stacks.up(state_dir, nodes_file=nodes, scheduler_conf=scheduler_conf)
+    except RuntimeError as error:
+        console.print(f"[red]could not start:[/red] {error}")
+        stacks.down(state_dir)
+        raise typer.Exit(1) from None
+    kubeconfig = running.kubeconfig
+    console.print(
+        f"""
+[bold green]Phalanx is running.[/bold green]
+  cluster (simulated)  {running.simulator_url}   kubeconfig: {kubeconfig}
+  NATS                 {running.nats_url}
+  PostgreSQL           {running.database_url}
+  logs                 {Path(running.state_dir) / "logs"}
+
+Submit a Volcano Job and watch it:
+  export KUBECONFIG={kubeconfig}
+  kubectl apply -f examples/job.yaml
+  kubectl get vcjob,podgroup,pods
+  phalanx events watch            # the audit stream
+"""
+    )
+    if detach:
+        console.print(f"stop it with: phalanx down --state-dir {state_dir}")
+        return
+    console.print("Ctrl-C stops everything.")
+    stop = False
+
+    def interrupted(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        while not stop:
+            time.sleep(0.5)
+    finally:
+        console.print("stopping ...")
+        stacks.down(state_dir)
+
+
+@app.command()
+def down(state_dir: Path = STATE_DIR) -> None:
+    """Stop everything `phalanx up --detach` started."""
+    from phalanx import stack as stacks
+
+    stopped = stacks.down(state_dir)
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@app.command()
+def migrate(
+    url: str = typer.Option(None, envvar="PHALANX_DATABASE_URL", help="postgresql+asyncpg://..."),
+    downgrade: bool = typer.Option(False, help="Revert everything (to base) instead."),
+) -> None:
+    """Apply the schema (alembic upgrade head)."""
+    from shared.storage import migrate as migrations
+
+    if not url:
+        raise typer.BadParameter("set PHALANX_DATABASE_URL or pass --url", param_hint="--url")
+    (migrations.downgrade if downgrade else migrations.upgrade)(url)
+    console.print("schema at base" if downgrade else "schema at head")
+
+
+scenario = typer.Typer(
+    help="Scenarios: a cluster, steps and expectations (docs/scenarios.md).", no_args_is_help=True
+)
+app.add_typer(scenario, name="scenario")
+
+
+@scenario.command("run")
+def scenario_run(
+    files: list[Path] = typer.Argument(..., exists=True, help="Scenario files or folders of them."),
+    state_dir: Path = STATE_DIR,
+    kubeconfig: Path = typer.Option(None, "--kubeconfig", help="Default: STATE_DIR/kubeconfig."),
+) -> None:
+    """Run scenarios against the running stack, each on a fresh cluster; exit 1 if any fails."""
+    from phalanx.scenario import ExternalStack, StackError, run_files
+
+    try:
+        stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
+    except StackError as error:
+        console.print(f"[red]{error}[/red]")
+        raise typer.Exit(2) from None
+    raise typer.Exit(0 if run_files(files, stack).ok else 1)
+
+
+def main() -> None:
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    app()
+
+
+if __name__ == "__main__":
+    main()

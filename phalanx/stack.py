@@ -1,0 +1,254 @@
+"""The whole system as local processes: `phalanx up` / `phalanx down`, and the test suite's stack.
+
+Starts NATS and PostgreSQL (shared.infra.provision: the environment's servers, containers, or
+local processes), applies the migrations, starts the simulated cluster, then the four services as
+`python -m services.<name>` processes configured by environment variables, and waits until each
+answers `/readyz`. Everything it started is recorded in `<state>/stack.json`, so `phalanx down`
+stops exactly that, and a crashed service can be restarted in place (`restart`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nats
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from shared.infra import local, provision
+from shared.storage import migrate
+from shared.storage.tables import metadata
+
+SERVICES = ("watcher", "scheduler", "controller", "admission")
+READY_TIMEOUT = 90.0
+
+
+@dataclass
+class Process:
+    name: str
+    pid: int
+    log_path: str
+    health_port: int
+    env: dict[str, str]
+
+
+@dataclass
+class Stack:
+    state_dir: str
+    nats_url: str
+    database_url: str
+    kubeconfig: str
+    simulator_url: str
+    processes: list[Process] = field(default_factory=list)
+    infra: list[str] = field(default_factory=list)  # names of infra servers we started ourselves
+
+    def save(self) -> None:
+        Path(self.state_dir, "stack.json").write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, state_dir: Path) -> Stack | None:
+        path = state_dir / "stack.json"
+        if not path.exists():
+            return None
+        raw = json.loads(path.read_text())
+        raw["processes"] = [Process(**p) for p in raw["processes"]]
+        return cls(**raw)
+
+    def process(self, name: str) -> Process:
+        return next(p for p in self.processes if p.name == name)
+
+
+def up(
+    state_dir: Path,
+    *,
+    nodes_file: Path | None = None,
+    scheduler_conf: Path | None = None,
+    say: object = print,
+) -> Stack:
+    state_dir = state_dir.resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if (existing := Stack.load(state_dir)) and all(local.is_alive(p.pid) for p in existing.processes):
+        return existing
+    logs = state_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    started_infra: list[str] = []
+    nats = provision.provide_nats(state_dir)
+    postgres = provision.provide_postgres(state_dir)
+    for name, provided in (("nats", nats), ("postgres", postgres)):
+        if provided.how == "local process":
+            started_infra.append(name)
+    _record_local_infra(state_dir, nats, postgres)
+    migrate.upgrade(postgres.url)
+    # The simulated cluster starts empty, so whatever the streams and tables hold from an earlier
+    # run describes a cluster that no longer exists.
+    asyncio.run(forget_previous_cluster(nats.url, postgres.url))
+
+    kubeconfig = state_dir / "kubeconfig"
+    kubeconfig.unlink(missing_ok=True)
+    simulator_port = local.free_port()
+    simulator_args = ["--port", str(simulator_port), "--kubeconfig", str(kubeconfig)]
+    if nodes_file:
+        simulator_args += ["--nodes", str(nodes_file)]
+    stack = Stack(
+        str(state_dir),
+        nats.url,
+        postgres.url,
+        str(kubeconfig),
+        f"http://127.0.0.1:{simulator_port}",
+        infra=started_infra,
+    )
+    stack.processes.append(_spawn("simulator", simulator_args, {}, logs, health_port=0))
+    _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
+    for name in SERVICES:
+        stack.processes.append(_spawn_service(name, stack, logs, scheduler_conf=scheduler_conf))
+    stack.save()
+    for process in stack.processes[1:]:
+        _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
+    return stack
+
+
+async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
+    connection = await nats.connect(nats_url)
+    try:
+        jetstream = connection.jetstream()
+        for info in await jetstream.streams_info():
+            await jetstream.delete_stream(info.config.name)
+    finally:
+        await connection.close()
+    engine = create_async_engine(database_url)
+    async with engine.begin() as transaction:
+        names = ", ".join(metadata.tables)
+        await transaction.execute(text(f"TRUNCATE {names}"))
+    await engine.dispose()
+
+
+def _record_local_infra(state_dir: Path, nats: provision.Provided, postgres: provision.Provided) -> None:
+    """Local servers are stopped by `down`, so their pids go where `infra down` looks for them."""
+    servers = []
+    for name, provided in (("nats", nats), ("postgres", postgres)):
+        if provided.how == "local process" and provided.server is not None:
+            servers.append(provided.server)
+    if servers:
+        local.save(state_dir, servers)
+
+
+def _service_env(name: str, stack: Stack, health_port: int) -> dict[str, str]:
+    prefix = name.upper()
+    env = {
+        f"{prefix}_NATS__URL": stack.nats_url,
+        f"{prefix}_POSTGRES__URL": stack.database_url,
+        f"{prefix}_HEALTH_PORT": str(health_port),
+        f"{prefix}_LOG__FORMAT": "json",
+    }
+    if name != "scheduler":
+        env[f"{prefix}_KUBECONFIG"] = stack.kubeconfig
+    return env
+
+
+def _spawn_service(name: str, stack: Stack, logs: Path, *, scheduler_conf: Path | None) -> Process:
+    health_port = local.free_port()
+    env = _service_env(name, stack, health_port)
+    if name == "admission":
+        port = local.free_port()
+        env |= {
+            "ADMISSION_PORT": str(port),
+            "ADMISSION_HOST": "127.0.0.1",
+            "ADMISSION_WEBHOOK_URL": f"https://127.0.0.1:{port}",
+            "ADMISSION_CERT_DIR": str(Path(stack.state_dir) / "admission-certs"),
+        }
+    if name == "scheduler" and scheduler_conf:
+        env["SCHEDULER_CONF_FILE"] = str(scheduler_conf)
+    return _spawn(name, [], env, logs, health_port=health_port)
+
+
+def _spawn(name: str, args: list[str], env: dict[str, str], logs: Path, *, health_port: int) -> Process:
+    log_path = logs / f"{name}.log"
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", f"services.{name}", *args],
+            env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Process(name, process.pid, str(log_path), health_port, env)
+
+
+def _wait_for_url(url: str, process: Process, timeout: float = READY_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not local.is_alive(process.pid) or _reaped(process.pid):
+            raise RuntimeError(
+                f"{process.name} exited at start; see {process.log_path}:\n{_tail(process.log_path)}"
+            )
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310
+            if response.status == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"{process.name} was not ready within {timeout:.0f} s; see {process.log_path}")
+
+
+def _reaped(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    return False
+
+
+def _tail(path: str, lines: int = 30) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+def stop_process(process: Process, *, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _reaped(process.pid) or not local.is_alive(process.pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    _reaped(process.pid)
+
+
+def restart(stack: Stack, name: str, *, kill: bool = True) -> Process:
+    """Kill (SIGKILL) one process of the stack and start it again with the same settings."""
+    old = stack.process(name)
+    if kill:
+        stop_process(old, sig=signal.SIGKILL)
+    logs = Path(old.log_path).parent
+    args = []
+    if name == "simulator":
+        raise ValueError("the simulator holds the cluster's state; restarting it would lose the cluster")
+    new = _spawn(name, args, old.env, logs, health_port=old.health_port)
+    stack.processes[stack.processes.index(old)] = new
+    stack.save()
+    _wait_for_url(f"http://127.0.0.1:{new.health_port}/readyz", new)
+    return new
+
+
+def down(state_dir: Path) -> list[str]:
+    state_dir = state_dir.resolve()
+    stopped = []
+    stack = Stack.load(state_dir)
+    if stack is not None:
+        for process in reversed(stack.processes):
+            stop_process(process)
+            stopped.append(process.name)
+        (state_dir / "stack.json").unlink(missing_ok=True)
+    stopped += [s.name for s in local.down(state_dir)]
+    return stopped

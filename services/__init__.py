@@ -1,0 +1,1 @@
+"""Phalanx's services: watcher, admission, controller, scheduler, and the simulated cluster."""

@@ -1,0 +1,142 @@
+"""Shell: gather the `AdmissionContext` the pure rules need, from PostgreSQL.
+
+Queues and priority classes come from the scheduler's projection of the cluster (read-only here),
+cached for a moment so that a burst of reviews costs one query. A queue or priority class that a
+request names but the projection does not hold yet (created a moment ago) is read from the API
+server, so a Queue applied just before its first Job is not refused as missing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from kubernetes_asyncio import client
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.admission.rules.context import AdmissionContext, QueueView
+from shared.domain.resources import Resources
+from shared.kube.client import ApiError, request
+from shared.kube.kinds import KINDS
+from shared.storage import tables
+
+CACHE_SECONDS = 0.5
+
+
+class ContextLoader:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], api: client.ApiClient | None, *, scheduler_name: str
+    ) -> None:
+        self._sessions = sessions
+        self._api = api
+        self._scheduler_name = scheduler_name
+        self._cached: AdmissionContext | None = None
+        self._cached_at = 0.0
+
+    async def load(self, review: dict[str, Any]) -> AdmissionContext:
+        ctx = await self._from_database()
+        wanted_queues, wanted_classes = _named(review)
+        missing_queues = [q for q in wanted_queues if q not in ctx.queues]
+        missing_classes = [c for c in wanted_classes if not ctx.priority_class_exists(c)]
+        if self._api is not None and (missing_queues or missing_classes):
+            ctx = await self._with_api_lookups(ctx, missing_queues, missing_classes)
+        return ctx
+
+    async def _from_database(self) -> AdmissionContext:
+        if self._cached is not None and time.monotonic() - self._cached_at < CACHE_SECONDS:
+            return self._cached
+        async with self._sessions() as session:
+            queues = (
+                (await session.execute(select(tables.Queue).where(tables.Queue.deleted.is_(False))))
+                .scalars()
+                .all()
+            )
+            classes = (
+                (
+                    await session.execute(
+                        select(tables.PriorityClass.name).where(tables.PriorityClass.deleted.is_(False))
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            per_queue = dict(
+                (
+                    await session.execute(
+                        select(tables.PodGroup.queue, func.count())
+                        .where(tables.PodGroup.deleted.is_(False), tables.PodGroup.phase != "Completed")
+                        .group_by(tables.PodGroup.queue)
+                    )
+                ).all()
+            )
+        self._cached = AdmissionContext(
+            queues={q.name: _view(q) for q in queues},
+            priority_classes=frozenset(classes),
+            jobs_per_queue={k: int(v) for k, v in per_queue.items()},
+            scheduler_name=self._scheduler_name,
+        )
+        self._cached_at = time.monotonic()
+        return self._cached
+
+    async def _with_api_lookups(
+        self, ctx: AdmissionContext, queues: Iterable[str], classes: Iterable[str]
+    ) -> AdmissionContext:
+        assert self._api is not None
+        found = dict(ctx.queues)
+        for name in queues:
+            queue = await _get(self._api, "Queue", name)
+            if queue is not None:
+                view = QueueView.from_queue(queue)
+                found[name] = replace(view, state=view.state or "Open")  # the controller opens new queues
+        names = set(ctx.priority_classes)
+        for name in classes:
+            if await _get(self._api, "PriorityClass", name) is not None:
+                names.add(name)
+        return replace(ctx, queues=found, priority_classes=frozenset(names))
+
+
+async def _get(api: client.ApiClient, kind: str, name: str) -> dict[str, Any] | None:
+    try:
+        return await request(api, "GET", KINDS[kind].item(None, name))
+    except ApiError as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _view(row: tables.Queue) -> QueueView:
+    def amounts(milli: dict[str, int] | None) -> dict[str, str]:
+        return Resources(milli).to_quantities() if milli else {}
+
+    return QueueView(
+        name=row.name,
+        state=row.state or "Open",
+        parent=row.parent or "",
+        capability=amounts(row.capability),
+        deserved=amounts(row.deserved),
+        guarantee=amounts(row.guarantee),
+    )
+
+
+def _named(review: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The queues and priority classes the reviewed object refers to."""
+    req = review.get("request") or {}
+    obj = req.get("object") or {}
+    spec = obj.get("spec") or {} if isinstance(obj, dict) else {}
+    kind = (req.get("kind") or {}).get("kind")
+    queues: set[str] = set()
+    classes: set[str] = set()
+    if kind in ("Job", "PodGroup"):
+        queues.add(spec.get("queue") or "default")
+        if spec.get("priorityClassName"):
+            classes.add(spec["priorityClassName"])
+        for task in spec.get("tasks") or []:
+            name = ((task.get("template") or {}).get("spec") or {}).get("priorityClassName")
+            if name:
+                classes.add(name)
+    elif kind == "Queue" and spec.get("parent"):
+        queues.add(spec["parent"])
+    return queues, classes

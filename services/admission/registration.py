@@ -1,0 +1,100 @@
+"""Shell: register the webhook configurations with the API server, scoped to our resources only.
+
+Jobs, Queues and PodGroups — never pods — so an admission outage can never block anyone else's
+pods. System namespaces are excluded. Mutation runs before validation, as the API server orders
+them; both fail closed for our own objects (Volcano's choice: an unvalidated Job must not slip in).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from shared.kube.client import ApiError, request
+from shared.kube.kinds import KINDS
+
+NAME = "phalanx-admission"
+SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "volcano-system"]
+RULES: list[tuple[str, str, str, list[str]]] = [
+    ("batch.volcano.sh", "v1alpha1", "jobs", ["CREATE", "UPDATE"]),
+    ("scheduling.volcano.sh", "v1beta1", "queues", ["CREATE", "UPDATE", "DELETE"]),
+    ("scheduling.volcano.sh", "v1beta1", "podgroups", ["CREATE"]),
+]
+
+
+def configurations(
+    *, ca_pem: bytes, base_url: str | None, service: tuple[str, str, int] | None, timeout: int
+) -> list[dict[str, Any]]:
+    built = []
+    for kind, path in (
+        ("MutatingWebhookConfiguration", "mutate"),
+        ("ValidatingWebhookConfiguration", "validate"),
+    ):
+        webhooks = []
+        for group, version, resource, operations in RULES:
+            if kind.startswith("Mutating") and operations == ["CREATE", "UPDATE", "DELETE"]:
+                operations = ["CREATE", "UPDATE"]  # nothing to default on delete
+            config: dict[str, Any] = {"caBundle": base64.b64encode(ca_pem).decode()}
+            if base_url:
+                config["url"] = f"{base_url.rstrip('/')}/{path}"
+            else:
+                assert service is not None
+                config["service"] = {
+                    "name": service[0],
+                    "namespace": service[1],
+                    "port": service[2],
+                    "path": f"/{path}",
+                }
+            webhooks.append(
+                {
+                    "name": f"{path}-{resource}.phalanx.volcano.sh",
+                    "clientConfig": config,
+                    "rules": [
+                        {
+                            "apiGroups": [group],
+                            "apiVersions": [version],
+                            "resources": [resource],
+                            "operations": operations,
+                            "scope": "*",
+                        }
+                    ],
+                    "namespaceSelector": {
+                        "matchExpressions": [
+                            {
+                                "key": "kubernetes.io/metadata.name",
+                                "operator": "NotIn",
+                                "values": SYSTEM_NAMESPACES,
+                            }
+                        ]
+                    },
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "timeoutSeconds": timeout,
+                }
+            )
+        built.append(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": kind,
+                "metadata": {"name": NAME},
+                "webhooks": webhooks,
+            }
+        )
+    return built
+
+
+async def register(api: client.ApiClient, configs: list[dict[str, Any]]) -> None:
+    """Create each configuration, or replace it when it exists (a new caBundle after rotation)."""
+    for config in configs:
+        kind = KINDS[config["kind"]]
+        try:
+            await request(api, "POST", kind.collection(), body=config)
+        except ApiError as error:
+            if error.status != 409:
+                raise
+            existing = await request(api, "GET", kind.item(None, NAME))
+            config["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            await request(api, "PUT", kind.item(None, NAME), body=config)

@@ -1,0 +1,127 @@
+"""Shell: the HTTPS endpoints the API server calls — `/mutate` and `/validate` — and nothing else.
+
+Each request is size-checked, decoded, given its context, passed to the pure `review`, and the
+AdmissionReview written back. Every validation decision (allowed, or denied and why) is published
+on `audit.admission.*` without delaying the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import orjson
+import structlog
+from prometheus_client import Counter, Histogram
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from services.admission import review as core
+from services.admission.context_loader import ContextLoader
+from shared.messages import subjects
+from shared.messages.audit import AuditRecorded
+from shared.messages.envelope import new_event
+
+log = structlog.get_logger()
+REVIEWS = Counter("phalanx_admission_reviews_total", "Admission reviews.", ["webhook", "kind", "allowed"])
+LATENCY = Histogram("phalanx_admission_review_seconds", "Time to answer one review.", ["webhook"])
+Publish = Callable[[str, bytes, str], Coroutine[Any, Any, None]]
+
+
+def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_bytes: int) -> Starlette:
+    background: set[asyncio.Task[None]] = set()
+
+    def audit(answer: dict[str, Any], review_in: dict[str, Any]) -> None:
+        if publish is None:
+            return
+        req = review_in.get("request") or {}
+        obj = req.get("object") or req.get("oldObject") or {}
+        meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
+        response = answer.get("response") or {}
+        allowed = bool(response.get("allowed"))
+        kind = str((req.get("kind") or {}).get("kind") or "")
+        name = str(meta.get("name") or req.get("name") or meta.get("generateName") or "")
+        record = AuditRecorded(
+            service="admission",
+            action="admitted" if allowed else "denied",
+            kind=kind,
+            namespace=req.get("namespace") or None,
+            name=name,
+            uid=meta.get("uid"),
+            outcome="allowed" if allowed else "denied",
+            message=(response.get("status") or {}).get("message", ""),
+            details={"operation": req.get("operation"), "user": (req.get("userInfo") or {}).get("username")},
+        )
+        event = new_event(record, source="phalanx/admission", event_id=f"admission:{req.get('uid')}")
+        task = asyncio.get_running_loop().create_task(
+            publish(
+                subjects.audit("admission", record.action, record.namespace, name or "-"),
+                event.to_bytes(),
+                event.id,
+            )
+        )
+        background.add(task)
+        task.add_done_callback(_forget(background))
+
+    def endpoint(webhook: core.Webhook) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        async def handle(request: Request) -> Response:
+            with LATENCY.labels(webhook).time():
+                body = await request.body()
+                if len(body) > max_request_bytes:
+                    return _json(
+                        _refusal(
+                            413,
+                            f"request body of {len(body)} bytes exceeds the limit of "
+                            f"{max_request_bytes} bytes",
+                        ),
+                        413,
+                    )
+                try:
+                    review_in = orjson.loads(body)
+                except orjson.JSONDecodeError as error:
+                    return _json(_refusal(400, f"the body is not JSON: {error}"), 400)
+                if not isinstance(review_in, dict):
+                    return _json(_refusal(400, "the body is not an AdmissionReview object"), 400)
+                ctx = await loader.load(review_in)
+                answer = core.review(review_in, ctx, webhook)
+            allowed = bool((answer.get("response") or {}).get("allowed"))
+            kind = str(((review_in.get("request") or {}).get("kind") or {}).get("kind") or "")
+            REVIEWS.labels(webhook, kind, str(allowed).lower()).inc()
+            if webhook == "validate" and kind in ("Job", "Queue", "PodGroup"):
+                audit(answer, review_in)
+            return _json(answer)
+
+        return handle
+
+    return Starlette(
+        routes=[
+            Route("/mutate", endpoint("mutate"), methods=["POST"]),
+            Route("/validate", endpoint("validate"), methods=["POST"]),
+        ]
+    )
+
+
+def _json(document: dict[str, Any], status: int = 200) -> Response:
+    return Response(orjson.dumps(document), status_code=status, media_type="application/json")
+
+
+def _refusal(code: int, message: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "", "allowed": False, "status": {"code": code, "message": message}},
+    }
+
+
+def _forget(background: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        background.discard(task)
+        with contextlib.suppress(asyncio.CancelledError):
+            if task.exception():
+                log.warning("audit event not published", error=str(task.exception()))
+
+    return done

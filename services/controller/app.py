@@ -1,0 +1,114 @@
+"""Composition root of the controller: prime the cache from the API, then follow the streams.
+
+Start-up is level-triggered: the cache is filled by listing the API, every job is synced and every
+pending Command handled, and only then are `cluster.*` and `decisions.*` consumed (durably, so
+nothing published meanwhile is lost). A periodic resync repairs whatever a lost write left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+
+from services.controller.cache import Cache
+from services.controller.dispatch import Dispatcher
+from services.controller.gangs import GangKeeper
+from services.controller.jobs import JobDriver
+from services.controller.kube_writes import KubeWrites
+from services.controller.queue_keeper import QueueKeeper
+from services.controller.settings import ControllerSettings
+from shared.bus.nats import Bus, ConsumerSpec
+from shared.clock import SystemClock
+from shared.kube.client import make_api_client
+from shared.messages import subjects
+from shared.messages.cluster import ObjectChanged
+from shared.messages.envelope import CloudEvent
+from shared.runtime import Health
+from shared.storage import tables
+from shared.storage.engine import make_engine, make_sessions
+from shared.storage.outbox import OutboxRelay
+
+log = structlog.get_logger()
+PRIMED_KINDS = ("PriorityClass", "Queue", "Job", "PodGroup", "Pod", "Command")
+CLUSTER_SUBJECTS = [f"cluster.{kind.lower()}.>" for kind in PRIMED_KINDS]
+
+
+async def run(settings: ControllerSettings, health: Health) -> None:
+    bus = await Bus.connect(settings.nats, name="phalanx-controller")
+    engine = make_engine(settings.postgres)
+    sessions = make_sessions(engine)
+    api = await make_api_client(settings.kubeconfig)
+    relay = OutboxRelay(sessions, tables.ControllerOutbox, bus)
+    cache = Cache()
+    dispatcher = Dispatcher(cache)
+    kube = KubeWrites(api, dispatcher.written)
+    dispatcher.jobs = JobDriver(cache, kube, sessions, clock=SystemClock(), on_committed=relay.kick)
+    dispatcher.gangs = GangKeeper(
+        cache, kube, sessions, scheduler_names=settings.scheduler_names, on_committed=relay.kick
+    )
+    dispatcher.queues = QueueKeeper(cache, kube, sessions, job_command=dispatcher.jobs.command_issued)
+    tasks: list[asyncio.Task[Any]] = []
+    try:
+        await bus.ensure_streams()
+        tasks.append(asyncio.create_task(relay.run()))
+        await _prime(cache, kube)
+        await dispatcher.queues.ensure_default_queue()
+        await _resync(dispatcher)
+
+        async def on_cluster(event: CloudEvent[Any]) -> None:
+            data = event.data
+            if isinstance(data, ObjectChanged):
+                await dispatcher.observe(data.kind, data.object, deleted=data.change == "DELETED")
+
+        bus.consume(ConsumerSpec(subjects.CLUSTER_STREAM, "controller", CLUSTER_SUBJECTS), on_cluster)
+        bus.consume(
+            ConsumerSpec(subjects.DECISIONS_STREAM, "controller-decisions", ["decisions.>"]),
+            dispatcher.gangs.decided,
+        )
+        tasks.append(asyncio.create_task(_resync_forever(dispatcher, settings.resync_seconds)))
+        health.set_ready()
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await bus.close()
+        await api.close()
+        await engine.dispose()
+
+
+async def _prime(cache: Cache, kube: KubeWrites) -> None:
+    for kind in PRIMED_KINDS:
+        for obj in await kube.list(kind):
+            with contextlib.suppress(Cache.Stale):
+                cache.put(kind, obj)
+
+
+async def _resync(dispatcher: Dispatcher) -> None:
+    assert dispatcher.jobs and dispatcher.gangs and dispatcher.queues
+    cache = dispatcher.cache
+    await asyncio.gather(*(dispatcher.jobs.resync(j["metadata"]["uid"]) for j in cache.all("Job")))
+    for podgroup in cache.all("PodGroup"):
+        meta = podgroup["metadata"]
+        await dispatcher.gangs.group_changed(meta.get("namespace", ""), meta["name"])
+    for pod in cache.all("Pod"):
+        await dispatcher.gangs.pod_added(pod)
+    for command in cache.all("Command"):
+        await dispatcher.queues.command_added(command)
+    for queue in cache.all("Queue"):
+        await dispatcher.queues.queue_changed(queue)
+
+
+async def _resync_forever(dispatcher: Dispatcher, period: float) -> None:
+    while True:
+        await asyncio.sleep(period)
+        try:
+            assert dispatcher.jobs
+            await asyncio.gather(
+                *(dispatcher.jobs.resync(j["metadata"]["uid"]) for j in dispatcher.cache.all("Job"))
+            )
+        except Exception:
+            log.exception("resync failed")

@@ -1,0 +1,109 @@
+"""The controller's picture of the cluster: the latest version of each object it works on.
+
+Primed from the API at start (level-triggered), then kept current from `cluster.*` events and from
+the controller's own write responses. `put` refuses an older resourceVersion, so a replayed or
+reordered event never moves an object backwards, and returns the version it replaced: the
+"old" that the lifecycle compares the new against.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+Json = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name); cluster-scoped objects use ""
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
+def key_of(obj: Json) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta["name"])
+
+
+def version_of(obj: Json) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def controller_uid(obj: Json) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+class Cache:
+    def __init__(self) -> None:
+        self._objects: dict[str, dict[Key, Json]] = defaultdict(dict)
+        self._tombstones: dict[tuple[str, str], int] = {}  # (kind, uid) -> version when deleted
+        self._owned: dict[str, set[Key]] = defaultdict(set)  # owner uid -> pod keys
+        self._grouped: dict[Key, set[Key]] = defaultdict(set)  # (ns, podgroup) -> pod keys
+        self._by_uid: dict[str, dict[str, Key]] = defaultdict(dict)
+
+    class Stale(Exception):
+        """The event is older than what the cache holds."""
+
+    def get(self, kind: str, key: Key) -> Json | None:
+        return self._objects[kind].get(key)
+
+    def all(self, kind: str) -> list[Json]:
+        return list(self._objects[kind].values())
+
+    def put(self, kind: str, obj: Json) -> Json | None:
+        """Store `obj` unless an equal or newer version is held; returns the replaced version.
+
+        Raises `Cache.Stale` when `obj` is not newer, so callers skip their reaction to it.
+        """
+        key = key_of(obj)
+        held = self._objects[kind].get(key)
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if held is not None and version_of(held) >= version_of(obj):
+            raise Cache.Stale()
+        if held is None and self._tombstones.get((kind, uid), -1) >= version_of(obj):
+            raise Cache.Stale()
+        self._objects[kind][key] = obj
+        self._by_uid[kind][uid] = key
+        if kind == "Pod":
+            self._index_pod(key, held, obj)
+        return held
+
+    def remove(self, kind: str, obj: Json) -> Json | None:
+        key = key_of(obj)
+        held = self._objects[kind].get(key)
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if held is not None and (held.get("metadata") or {}).get("uid") != uid:
+            raise Cache.Stale()  # a newer object of the same name replaced it
+        self._tombstones[(kind, uid)] = version_of(obj)
+        if held is None:
+            raise Cache.Stale()
+        del self._objects[kind][key]
+        self._by_uid[kind].pop(uid, None)
+        if kind == "Pod":
+            self._index_pod(key, held, None)
+        return held
+
+    def _index_pod(self, key: Key, old: Json | None, new: Json | None) -> None:
+        for obj, add in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            owner = controller_uid(obj)
+            group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_ANNOTATION)
+            for index, index_key in ((self._owned, owner), (self._grouped, (key[0], group))):
+                if index_key and index_key[-1]:
+                    (index[index_key].add if add else index[index_key].discard)(key)  # type: ignore[index]
+
+    def pods_owned_by(self, owner_uid: str) -> list[Json]:
+        pods = self._objects["Pod"]
+        return [pods[k] for k in self._owned.get(owner_uid, ()) if k in pods]
+
+    def pods_in_group(self, namespace: str, podgroup: str) -> list[Json]:
+        pods = self._objects["Pod"]
+        return [pods[k] for k in self._grouped.get((namespace, podgroup), ()) if k in pods]
+
+    def by_uid(self, kind: str, uid: str) -> Json | None:
+        key = self._by_uid[kind].get(uid)
+        return self._objects[kind].get(key) if key else None

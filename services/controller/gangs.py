@@ -1,0 +1,227 @@
+"""Shell: carry out the scheduler's decisions and keep every PodGroup's status.
+
+Decisions arrive on `decisions.*`, one message per gang. Each is fenced: a gang's decisions from an
+older scheduler epoch than one already acted on are ignored (`gang_fences`). Placing binds every
+pod of the gang concurrently (a pod already bound to that node counts as done); enqueueing moves
+the PodGroup to Inqueue so its job's pods get created; an unschedulable verdict becomes the
+PodGroup's Unschedulable condition with Volcano's message; evicting goes through pods/eviction.
+PodGroup phase and counters follow its pods (`podgroup_status`); plain pods that ask for our
+scheduler get a PodGroup of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Collection
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.controller.cache import Cache
+from services.controller.core.podgroups import (
+    group_annotation_patch,
+    needs_podgroup,
+    podgroup_for_pod,
+    podgroup_status,
+)
+from services.controller.kube_writes import KubeWrites
+from shared.messages import decisions as msg
+from shared.messages import subjects
+from shared.messages.audit import AuditRecorded
+from shared.messages.envelope import CloudEvent, new_event
+from shared.storage import outbox, tables
+
+log = structlog.get_logger()
+Json = dict[str, Any]
+SOURCE = "phalanx/controller"
+BIND_CONCURRENCY = 64
+
+
+class GangKeeper:
+    def __init__(
+        self,
+        cache: Cache,
+        kube: KubeWrites,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        scheduler_names: Collection[str],
+        on_committed: Callable[[], None],
+    ) -> None:
+        self._cache = cache
+        self._kube = kube
+        self._sessions = sessions
+        self._ours = tuple(scheduler_names)
+        self._on_committed = on_committed
+        self._locks: dict[tuple[str, str], asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
+
+    # -- decisions ---------------------------------------------------------------------------------
+
+    async def decided(self, event: CloudEvent[Any]) -> None:
+        data = event.data
+        if not await self._fresh(data.gang_uid, data.epoch):
+            log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
+            return
+        match data:
+            case msg.GangPlaced():
+                await self._place(data)
+            case msg.GangEnqueued():
+                await self._update_status(data.namespace, data.podgroup, admitted=True)
+            case msg.GangUnschedulable():
+                await self._update_status(
+                    data.namespace,
+                    data.podgroup,
+                    condition=_condition("Unschedulable", data.condition_reason, data.message),
+                )
+            case msg.PodsEvicted():
+                await self._evict(data)
+
+    async def _fresh(self, gang_uid: str, epoch: int) -> bool:
+        """Record `epoch` as the newest acted on for the gang; False if a newer one was already."""
+        async with self._sessions() as session, session.begin():
+            newest = (
+                await session.execute(
+                    text(
+                        "INSERT INTO gang_fences (gang_uid, epoch) VALUES (:gang, :epoch) "
+                        "ON CONFLICT (gang_uid) DO UPDATE SET epoch = GREATEST(gang_fences.epoch, EXCLUDED.epoch) "
+                        "RETURNING epoch"
+                    ),
+                    {"gang": gang_uid, "epoch": epoch},
+                )
+            ).scalar_one()
+        return int(newest) <= epoch
+
+    async def _place(self, data: msg.GangPlaced) -> None:
+        async def bind(b: msg.Bind) -> str:
+            async with self._bind_slots:
+                return await self._kube.bind(b.namespace, b.name, b.node)
+
+        outcomes = await asyncio.gather(*(bind(b) for b in data.binds))
+        bound = [b for b, o in zip(data.binds, outcomes, strict=True) if o in ("bound", "already")]
+        refused = {
+            b.name: o for b, o in zip(data.binds, outcomes, strict=True) if o not in ("bound", "already")
+        }
+        if refused:
+            log.warning("some binds were not carried out", gang=data.podgroup, refused=refused)
+        await self._update_status(
+            data.namespace,
+            data.podgroup,
+            condition=_condition("Scheduled", "tasks in gang are ready to be scheduled", ""),
+        )
+        await self._audit(
+            "bound",
+            data,
+            outcome="done" if not refused else "failed",
+            details={"pods": {b.name: b.node for b in bound}, "refused": refused},
+        )
+
+    async def _evict(self, data: msg.PodsEvicted) -> None:
+        results = await asyncio.gather(*(self._kube.evict(e.namespace, e.name) for e in data.evictions))
+        for eviction in data.evictions:
+            pod = self._cache.get("Pod", (eviction.namespace, eviction.name))
+            if pod is not None:
+                await self._kube.record_event(
+                    pod,
+                    type_="Warning",
+                    reason="Evict",
+                    message=f"Pod is evicted, because of {eviction.reason}",
+                    component="volcano",
+                )
+        await self._audit(
+            "evicted",
+            data,
+            details={
+                "pods": [e.name for e, done in zip(data.evictions, results, strict=True) if done],
+                "preemptor": data.preemptor,
+            },
+        )
+
+    async def _audit(self, action: str, data: Any, *, outcome: str = "done", details: dict[str, Any]) -> None:
+        audit = AuditRecorded(
+            service="controller",
+            action=action,
+            kind="PodGroup",
+            namespace=data.namespace,
+            name=data.podgroup,
+            uid=data.gang_uid,
+            outcome=outcome,
+            details=details,  # type: ignore[arg-type]
+        )
+        event = new_event(
+            audit, source=SOURCE, event_id=f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}"
+        )
+        async with self._sessions() as session, session.begin():
+            outbox.enqueue(
+                session,
+                tables.ControllerOutbox,
+                subjects.audit("controller", action, data.namespace, data.podgroup),
+                event,
+            )
+        self._on_committed()
+
+    # -- PodGroup status ---------------------------------------------------------------------------
+
+    async def group_changed(self, namespace: str, podgroup: str) -> None:
+        """A member pod or the PodGroup changed: bring phase and counters up to date."""
+        await self._update_status(namespace, podgroup)
+
+    async def _update_status(
+        self, namespace: str, name: str, *, admitted: bool = False, condition: Json | None = None
+    ) -> None:
+        async with self._locks[(namespace, name)]:
+            podgroup = self._cache.get("PodGroup", (namespace, name))
+            if podgroup is None:
+                return
+            status = podgroup_status(podgroup, self._cache.pods_in_group(namespace, name), admitted=admitted)
+            if condition is not None:
+                status["conditions"] = _with_condition(status.get("conditions") or [], condition)
+            if _same_status(podgroup.get("status") or {}, status):
+                return
+            # PodGroup has no status subresource (as in Volcano): status goes with a plain patch.
+            await self._kube.patch("PodGroup", namespace, name, {"status": status})
+
+    # -- plain pods ----------------------------------------------------------------------------------
+
+    async def pod_added(self, pod: Json) -> None:
+        """Give a plain pod that asks for our scheduler a PodGroup, as Volcano's pg-controller does."""
+        if not needs_podgroup(pod, self._ours):
+            return
+        podgroup = podgroup_for_pod(pod, None, self._ours)
+        if podgroup is None:
+            return
+        await self._kube.create(podgroup)
+        meta = pod["metadata"]
+        await self._kube.patch(
+            "Pod", meta.get("namespace"), meta["name"], group_annotation_patch(podgroup["metadata"]["name"])
+        )
+
+
+def _condition(kind: str, reason: str, message: str) -> Json:
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "transitionID": str(uuid.uuid4()),
+        "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def _with_condition(conditions: list[Json], condition: Json) -> list[Json]:
+    """Volcano keeps one condition per type; Scheduled and Unschedulable replace each other."""
+    opposite = {"Scheduled": "Unschedulable", "Unschedulable": "Scheduled"}.get(condition["type"])
+    kept = [c for c in conditions if c.get("type") not in (condition["type"], opposite)]
+    same = next((c for c in conditions if c.get("type") == condition["type"]), None)
+    if same and same.get("message") == condition["message"] and same.get("reason") == condition["reason"]:
+        condition = same  # unchanged: keep its time, so the status does not churn
+    return [*kept, condition]
+
+
+def _same_status(held: Json, wanted: Json) -> bool:
+    fields = ("phase", "running", "succeeded", "failed", "conditions")
+    return all(held.get(f) == wanted.get(f) for f in fields if f in wanted)

@@ -1,0 +1,356 @@
+"""Shell: drive each Volcano Job through the pure lifecycle and apply what it returns.
+
+For a change to a Job, its pods or its PodGroup, `JobDriver` builds the job's state from the
+cache (`observe_job`), classifies the change (`pod_event`, `podgroup_event`, `job_event`), calls
+`transition`, and applies the effects in order, each idempotent. One job's changes are handled
+one at a time (a lock per job uid); different jobs run concurrently. Timers for delayed actions
+and the TTL live here. A phase change is recorded in the `jobs` table and announced on `jobs.*`
+and `audit.*` through the controller's outbox, in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.controller.cache import Cache
+from services.controller.core import effects as fx
+from services.controller.core import events as ev
+from services.controller.core.jobpodgroup import build_podgroup, podgroup_needs_update
+from services.controller.core.jobstate import DelayedAction, JobState
+from services.controller.core.lifecycle import transition
+from services.controller.core.observe import job_event, observe_job, pod_event, podgroup_event
+from services.controller.core.plugins import plugin_objects
+from services.controller.core.plugins.ssh import secret_conflict
+from services.controller.core.plugins.sshkeys import generate_key_pair
+from services.controller.core.pods import build_pod, build_pvc
+from services.controller.kube_writes import KubeWrites
+from shared.clock import Clock
+from shared.kube.client import ApiError
+from shared.messages import subjects
+from shared.messages.audit import AuditRecorded
+from shared.messages.envelope import new_event
+from shared.messages.jobs import JobPhaseChanged
+from shared.storage import outbox, tables
+
+log = structlog.get_logger()
+Json = dict[str, Any]
+SOURCE = "phalanx/controller"
+OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
+CREATE_CONCURRENCY = 32
+
+
+class JobDriver:
+    def __init__(
+        self,
+        cache: Cache,
+        kube: KubeWrites,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        clock: Clock,
+        on_committed: Callable[[], None],
+    ) -> None:
+        self._cache = cache
+        self._kube = kube
+        self._sessions = sessions
+        self._clock = clock
+        self._on_committed = on_committed
+        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._timers: dict[str, dict[str, DelayedAction]] = defaultdict(dict)
+        self._handles: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._create_slots = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    # -- entry points: one per kind of change ---------------------------------------------------
+
+    async def job_changed(self, old: Json | None, new: Json | None) -> None:
+        if new is None:
+            self._forget((old or {}).get("metadata", {}).get("uid", ""))
+            return
+        event = job_event(old, new)
+        if event is not None:
+            await self._drive(new["metadata"]["uid"], lambda _: event)
+
+    async def pod_changed(self, job_uid: str, old: Json | None, new: Json | None) -> None:
+        await self._drive(job_uid, lambda state: pod_event(old, new, state))
+
+    async def podgroup_changed(self, job_uid: str, old: Json | None, new: Json) -> None:
+        event = podgroup_event(old, new)
+        if event is not None:
+            await self._drive(job_uid, lambda _: event)
+
+    async def command_issued(self, job_uid: str, action: str) -> None:
+        await self._drive(job_uid, lambda _: ev.CommandIssued(action))
+
+    async def resync(self, job_uid: str) -> None:
+        """Level-triggered repair: sync the job as if it were out of sync."""
+        await self._drive(job_uid, lambda _: ev.OutOfSync())
+
+    # -- the transition -------------------------------------------------------------------------
+
+    async def _drive(self, job_uid: str, classify: Callable[[JobState], ev.JobEvent | None]) -> None:
+        async with self._locks[job_uid]:
+            job = self._cache.by_uid("Job", job_uid)
+            if job is None:
+                return
+            state = self._observe(job)
+            event = classify(state)
+            if event is None:
+                return
+            await self._transition(job, state, event)
+
+    def _observe(self, job: Json) -> JobState:
+        uid = job["metadata"]["uid"]
+        podgroup = self._cache.get("PodGroup", (job["metadata"].get("namespace", ""), _podgroup_name(job)))
+        return observe_job(job, self._cache.pods_owned_by(uid), podgroup, self._timers[uid].values())
+
+    async def _transition(self, job: Json, state: JobState, event: ev.JobEvent) -> None:
+        result = transition(state, event, self._clock.now())
+        uid = state.uid
+        self._timers[uid] = {t.key: t for t in result.state.timers}
+        failures: list[str] = []
+        for effect in result.effects:
+            job = self._cache.by_uid("Job", uid) or job
+            try:
+                failures += await self._apply(job, effect)
+            except ApiError as error:
+                log.warning("effect failed", job=state.name, effect=type(effect).__name__, error=str(error))
+                failures.append(str(error))
+        if state.status.phase != result.state.status.phase:
+            await self._record_phase(state, result.state)
+        if failures and not isinstance(event, ev.PodCreationFailed):
+            follow_up = self._cache.by_uid("Job", uid)
+            if follow_up is not None:
+                await self._transition(
+                    follow_up, self._observe(follow_up), ev.PodCreationFailed(tuple(failures))
+                )
+
+    async def _apply(self, job: Json, effect: fx.Effect) -> list[str]:
+        meta = job["metadata"]
+        namespace, name = meta.get("namespace", "default"), meta["name"]
+        match effect:
+            case fx.CreatePods():
+                return await self._create_pods(job, effect)
+            case fx.DeletePods():
+                await asyncio.gather(*(self._delete_pod(namespace, pod) for pod in effect.names))
+            case fx.EnsurePodGroup():
+                await self._ensure_podgroup(job)
+            case fx.DeletePodGroup():
+                await self._kube.delete("PodGroup", namespace, effect.name)
+            case fx.EnsurePluginResources():
+                await self._ensure_plugins(job, effect)
+            case fx.DeletePluginResources():
+                await self._delete_plugins(job, effect)
+            case fx.EnsurePVCs():
+                await self._ensure_pvcs(job, effect)
+            case fx.UpdateJobStatus():
+                await self._kube.patch(
+                    "Job", namespace, name, {"status": effect.status}, subresource="status"
+                )
+            case fx.RecordEvent():
+                await self._kube.record_event(
+                    job, type_=effect.type, reason=effect.reason, message=effect.message
+                )
+            case fx.ScheduleTimer():
+                self._arm(meta["uid"], effect.key, effect.at)
+            case fx.CancelTimer():
+                handle = self._handles.pop((meta["uid"], effect.key), None)
+                if handle:
+                    handle.cancel()
+            case fx.DeleteJob():
+                await self._kube.delete(
+                    "Job", namespace, name, propagationPolicy="Foreground", preconditions={"uid": effect.uid}
+                )
+        return []
+
+    async def _create_pods(self, job: Json, effect: fx.CreatePods) -> list[str]:
+        podgroup = _podgroup_name(job)
+
+        async def create(ref: fx.PodRef) -> str | None:
+            pod = build_pod(
+                job,
+                ref.task_index,
+                ref.pod_index,
+                podgroup,
+                job_version=effect.job_version,
+                retry_count=effect.retry_count,
+            )
+            async with self._create_slots:
+                try:
+                    await self._kube.create(pod)
+                except ApiError as error:
+                    return f"{ref.name}: {error}"
+            return None
+
+        results = await asyncio.gather(*(create(ref) for ref in effect.pods))
+        return [r for r in results if r]
+
+    async def _delete_pod(self, namespace: str, name: str) -> None:
+        # Marked first, so that its deletion reads as our own doing (OutOfSync), not an eviction.
+        await self._kube.patch("Pod", namespace, name, {"metadata": {"annotations": {OUT_OF_SYNC: "true"}}})
+        await self._kube.delete("Pod", namespace, name)
+
+    async def _ensure_podgroup(self, job: Json) -> None:
+        priorities = {
+            p["metadata"]["name"]: int(p.get("value") or 0) for p in self._cache.all("PriorityClass")
+        }
+        desired = build_podgroup(job, priorities)
+        existing = self._cache.get(
+            "PodGroup", (job["metadata"].get("namespace", ""), desired["metadata"]["name"])
+        )
+        if existing is None:
+            await self._kube.create(desired)
+            return
+        patch = podgroup_needs_update(existing, desired)
+        if patch:
+            await self._kube.patch(
+                "PodGroup", existing["metadata"].get("namespace"), existing["metadata"]["name"], patch
+            )
+
+    async def _ensure_plugins(self, job: Json, effect: fx.EnsurePluginResources) -> None:
+        namespace = job["metadata"].get("namespace", "default")
+        keys = generate_key_pair() if "ssh" in effect.plugins else None
+        for obj in plugin_objects(job, keys, effect.plugins):
+            if obj["kind"] == "Secret":
+                existing = await self._kube.get("Secret", namespace, obj["metadata"]["name"])
+                conflict = secret_conflict(existing, job)
+                if conflict:
+                    await self._kube.record_event(
+                        job, type_="Warning", reason="PluginError", message=conflict
+                    )
+                    continue
+                if existing is not None:
+                    continue
+            created = await self._kube.create(obj)
+            if created is None and effect.refresh and obj["kind"] == "ConfigMap":
+                await self._kube.patch(
+                    "ConfigMap", namespace, obj["metadata"]["name"], {"data": obj.get("data")}
+                )
+
+    async def _delete_plugins(self, job: Json, effect: fx.DeletePluginResources) -> None:
+        namespace = job["metadata"].get("namespace", "default")
+        uid = job["metadata"]["uid"]
+        for obj in plugin_objects(
+            job, generate_key_pair() if "ssh" in effect.plugins else None, effect.plugins
+        ):
+            existing = await self._kube.get(obj["kind"], namespace, obj["metadata"]["name"])
+            owners = (existing or {}).get("metadata", {}).get("ownerReferences") or []
+            if existing is not None and any(o.get("uid") == uid for o in owners):
+                await self._kube.delete(obj["kind"], namespace, obj["metadata"]["name"])
+
+    async def _ensure_pvcs(self, job: Json, effect: fx.EnsurePVCs) -> None:
+        namespace = job["metadata"].get("namespace", "default")
+        for index, volume in enumerate((job.get("spec") or {}).get("volumes") or []):
+            claim = volume.get("volumeClaimName")
+            if claim and volume.get("volumeClaim") is not None:
+                await self._kube.create(build_pvc(job, index, claim))
+            elif claim and await self._kube.get("PersistentVolumeClaim", namespace, claim) is None:
+                await self._kube.record_event(
+                    job,
+                    type_="Warning",
+                    reason="PVCError",
+                    message=f"pvc {claim} is not found, the job will be in the Pending state until the PVC is created",
+                )
+
+    # -- timers -----------------------------------------------------------------------------------
+
+    def _arm(self, job_uid: str, key: str, at: Any) -> None:
+        previous = self._handles.pop((job_uid, key), None)
+        if previous:
+            previous.cancel()
+        delay = max(0.0, (at - self._clock.now()).total_seconds())
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._handles.pop((job_uid, key), None)
+            task = loop.create_task(self._drive(job_uid, lambda _: ev.TimerFired(key)))
+            task.add_done_callback(_log_failure)
+
+        self._handles[(job_uid, key)] = loop.call_later(delay, fire)
+
+    def _forget(self, job_uid: str) -> None:
+        for key in [k for k in self._handles if k[0] == job_uid]:
+            self._handles.pop(key).cancel()
+        self._timers.pop(job_uid, None)
+        self._locks.pop(job_uid, None)
+
+    # -- phase records ------------------------------------------------------------------------------
+
+    async def _record_phase(self, before: JobState, after: JobState) -> None:
+        phase = str(after.status.phase)
+        data = JobPhaseChanged(
+            namespace=after.namespace,
+            name=after.name,
+            uid=after.uid,
+            previous=str(before.status.phase) or None,
+            phase=phase,
+            reason=after.status.reason or "",
+            message=after.status.message or "",
+            retry_count=after.status.retry_count,
+        )
+        event_id = f"{after.uid}:{phase}:{after.status.version}:{after.status.retry_count}"
+        audit = AuditRecorded(
+            service="controller",
+            action="phase-changed",
+            kind="Job",
+            namespace=after.namespace,
+            name=after.name,
+            uid=after.uid,
+            reason=data.reason,
+            message=data.message,
+            details={"previous": data.previous, "phase": phase, "retryCount": data.retry_count},
+        )
+        async with self._sessions() as session, session.begin():
+            statement = insert(tables.JobRecord).values(
+                uid=after.uid,
+                namespace=after.namespace,
+                name=after.name,
+                phase=phase,
+                retry_count=after.status.retry_count,
+                version=after.status.version,
+                state={"timers": [t.key for t in after.timers]},
+            )
+            await session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["uid"],
+                    set_={
+                        "phase": phase,
+                        "retry_count": after.status.retry_count,
+                        "version": after.status.version,
+                        "updated_at": statement.excluded.updated_at,
+                    },
+                )
+            )
+            outbox.enqueue_many(
+                session,
+                tables.ControllerOutbox,
+                [
+                    (
+                        subjects.job_event("phase", after.namespace, after.name),
+                        new_event(
+                            data, source=SOURCE, event_id=event_id, subject=f"{after.namespace}/{after.name}"
+                        ),
+                    ),
+                    (
+                        subjects.audit("controller", "phase-changed", after.namespace, after.name),
+                        new_event(audit, source=SOURCE, event_id=f"audit:{event_id}"),
+                    ),
+                ],
+            )
+        self._on_committed()
+
+
+def _podgroup_name(job: Json) -> str:
+    return f"{job['metadata']['name']}-{job['metadata']['uid']}"
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        if task.exception():
+            log.error("timer handling failed", error=str(task.exception()))

@@ -1,0 +1,172 @@
+"""Shell: the controller's writes to Kubernetes, each idempotent.
+
+Create treats AlreadyExists as done, delete treats NotFound as done, binding treats "already bound
+to that node" as done; a status write is a merge patch of the status subresource. Every response
+that returns an object is handed to `on_written` so the cache sees the controller's own writes
+before the watch delivers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from kubernetes_asyncio import client
+
+from shared.kube.client import ApiError, request
+from shared.kube.kinds import KINDS
+
+log = structlog.get_logger()
+Json = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeWrites:
+    def __init__(self, api: client.ApiClient, on_written: Callable[[Json], None]) -> None:
+        self._api = api
+        self._on_written = on_written
+
+    async def create(self, obj: Json) -> Json | None:
+        """Create `obj`; None when it already existed."""
+        kind = KINDS[obj["kind"]]
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        try:
+            created = await request(self._api, "POST", kind.collection(namespace), body=obj)
+        except ApiError as error:
+            if error.status == 409 and error.reason == "AlreadyExists":
+                return None
+            raise
+        self._on_written(created)
+        return created
+
+    async def delete(self, kind_name: str, namespace: str | None, name: str, **options: Any) -> bool:
+        kind = KINDS[kind_name]
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", **options} if options else None
+        try:
+            await request(self._api, "DELETE", kind.item(namespace, name), body=body)
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    async def patch(
+        self, kind_name: str, namespace: str | None, name: str, patch: Json, *, subresource: str = ""
+    ) -> Json | None:
+        kind = KINDS[kind_name]
+        try:
+            patched = await request(
+                self._api,
+                "PATCH",
+                kind.item(namespace, name, subresource),
+                body=patch,
+                content_type=MERGE_PATCH,
+            )
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+        self._on_written(patched)
+        return patched
+
+    async def replace(self, obj: Json) -> Json:
+        kind = KINDS[obj["kind"]]
+        meta = obj["metadata"]
+        replaced = await request(self._api, "PUT", kind.item(meta.get("namespace"), meta["name"]), body=obj)
+        self._on_written(replaced)
+        return replaced
+
+    async def bind(self, namespace: str, name: str, node: str) -> str:
+        """Bind the pod; "bound", "already" (bound there before), "elsewhere" or "gone"."""
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await request(self._api, "POST", KINDS["Pod"].item(namespace, name, "binding"), body=binding)
+        except ApiError as error:
+            if error.status == 404:
+                return "gone"
+            if error.status != 409:
+                raise
+            pod = await self.get("Pod", namespace, name)
+            if pod is None:
+                return "gone"
+            return "already" if (pod.get("spec") or {}).get("nodeName") == node else "elsewhere"
+        return "bound"
+
+    async def evict(self, namespace: str, name: str) -> bool:
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        try:
+            await request(self._api, "POST", KINDS["Pod"].item(namespace, name, "eviction"), body=eviction)
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    async def get(self, kind_name: str, namespace: str | None, name: str) -> Json | None:
+        try:
+            return await request(self._api, "GET", KINDS[kind_name].item(namespace, name))
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    async def list(self, kind_name: str) -> list[Json]:
+        kind = KINDS[kind_name]
+        listed = await request(self._api, "GET", kind.collection())
+        items: list[Json] = listed.get("items") or []
+        for item in items:
+            item.setdefault("kind", kind_name)
+            item.setdefault("apiVersion", kind.api_version)
+        return items
+
+    async def record_event(
+        self,
+        involved: Json,
+        *,
+        type_: str,
+        reason: str,
+        message: str,
+        component: str = "vc-controller-manager",
+    ) -> None:
+        """A Kubernetes Event on `involved`, as `kubectl describe` shows it."""
+        meta = involved.get("metadata") or {}
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "generateName": f"{meta.get('name')}.",
+                "namespace": meta.get("namespace") or "default",
+            },
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await request(
+                self._api, "POST", KINDS["Event"].collection(event["metadata"]["namespace"]), body=event
+            )
+        except ApiError as error:
+            log.warning("event not recorded", reason=reason, error=str(error))

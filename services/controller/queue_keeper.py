@@ -1,0 +1,127 @@
+"""Shell: queue states and bus Commands, each Command carried out exactly once.
+
+A Queue's `status.state` follows Volcano's queue controller (`queue_transition`): Open, Closing
+while PodGroups remain, Closed. A Command is claimed in `applied_commands` (its uid is the key)
+before anything is done, then deleted, then handed to its job's lifecycle or to its queue: a
+redelivered or re-listed Command finds its claim and is only deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.controller.cache import Cache
+from services.controller.core.commands import decide_command
+from services.controller.core.queues import QueueView, queue_status_patch, queue_transition
+from services.controller.kube_writes import KubeWrites
+from shared.volcano.enums import Action
+
+log = structlog.get_logger()
+Json = dict[str, Any]
+DEFAULT_QUEUE = {
+    "apiVersion": "scheduling.volcano.sh/v1beta1",
+    "kind": "Queue",
+    "metadata": {"name": "default"},
+    "spec": {"weight": 1, "reclaimable": True},
+}
+
+
+class QueueKeeper:
+    def __init__(
+        self,
+        cache: Cache,
+        kube: KubeWrites,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        job_command: Callable[[str, str], Awaitable[None]],
+    ) -> None:
+        self._cache = cache
+        self._kube = kube
+        self._sessions = sessions
+        self._job_command = job_command
+
+    async def ensure_default_queue(self) -> None:
+        if self._cache.get("Queue", ("", "default")) is None:
+            await self._kube.create(dict(DEFAULT_QUEUE))
+
+    async def queue_changed(self, queue: Json) -> None:
+        await self._apply(queue, Action.SYNC_QUEUE)
+
+    async def _apply(self, queue: Json, action: str) -> None:
+        name = queue["metadata"]["name"]
+        parent_name = (queue.get("spec") or {}).get("parent") or ""
+        parent = self._cache.get("Queue", ("", parent_name)) if parent_name else None
+        groups = sum(
+            1
+            for pg in self._cache.all("PodGroup")
+            if ((pg.get("spec") or {}).get("queue") or "default") == name
+        )
+        view = QueueView.from_manifest(queue, groups)
+        children = tuple(
+            QueueView.from_manifest(q, 0)
+            for q in self._cache.all("Queue")
+            if (q.get("spec") or {}).get("parent") == name
+        )
+        result = queue_transition(
+            view,
+            action,
+            parent_state=((parent or {}).get("status") or {}).get("state") if parent else None,
+            children=children,
+        )
+        for event in result.events:
+            await self._kube.record_event(queue, type_=event.type, reason=event.reason, message=event.message)
+        if result.changed or not (queue.get("status") or {}).get("state"):
+            await self._kube.patch("Queue", None, name, queue_status_patch(result), subresource="status")
+        for child in result.close_children:
+            held = self._cache.get("Queue", ("", child))
+            if held is not None:
+                await self._apply(held, Action.CLOSE_QUEUE)
+        for child in result.open_children:
+            held = self._cache.get("Queue", ("", child))
+            if held is not None:
+                await self._apply(held, Action.OPEN_QUEUE)
+
+    async def command_added(self, command: Json) -> None:
+        meta = command["metadata"]
+        first_time = await self._claim(command)
+        await self._kube.delete("Command", meta.get("namespace"), meta["name"])
+        if not first_time:
+            return
+        decision = decide_command(command)
+        if decision.kind == "job":
+            job = self._cache.get("Job", (decision.namespace, decision.name))
+            if job is not None:
+                await self._job_command(job["metadata"]["uid"], decision.action)
+        elif decision.kind == "queue":
+            queue = self._cache.get("Queue", ("", decision.name))
+            if queue is not None:
+                await self._apply(queue, decision.action)
+        else:
+            log.warning("command ignored", command=meta["name"], reason=decision.reason)
+
+    async def _claim(self, command: Json) -> bool:
+        meta = command["metadata"]
+        target = command.get("target") or {}
+        async with self._sessions() as session, session.begin():
+            claimed = (
+                await session.execute(
+                    text(
+                        "INSERT INTO applied_commands (uid, namespace, name, action, target) "
+                        "VALUES (:uid, :namespace, :name, :action, :target) "
+                        "ON CONFLICT (uid) DO NOTHING RETURNING uid"
+                    ),
+                    {
+                        "uid": meta["uid"],
+                        "namespace": meta.get("namespace") or "",
+                        "name": meta["name"],
+                        "action": str(command.get("action") or ""),
+                        "target": f"{target.get('kind')}/{target.get('name')}",
+                    },
+                )
+            ).first()
+        return claimed is not None

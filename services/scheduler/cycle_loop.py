@@ -1,0 +1,312 @@
+"""Shell: the scheduling loop — read a snapshot, plan, commit the decisions fenced, publish.
+
+Runs while this process leads (see leadership.py), once per period or sooner when the ingester
+reports new work. Each cycle reads one consistent snapshot, calls the pure `plan_cycle`, and
+writes, in one transaction fenced by the leader's epoch: the decisions (enqueue, bind, evict), the
+verdicts for unplaced gangs, and the messages that announce them into the outbox — one message
+per gang, never one per pod. The outbox relay publishes them after the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+from prometheus_client import Counter, Histogram
+from sqlalchemy import delete, insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.scheduler.core.config import SchedulerConf, load_conf
+from services.scheduler.core.cycle import plan_cycle
+from services.scheduler.core.plan import CyclePlan
+from services.scheduler.core.snapshot import Snapshot
+from services.scheduler.leadership import Leadership, LostLeadership
+from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
+from shared.clock import Clock
+from shared.messages import decisions as msg
+from shared.messages import subjects
+from shared.messages.audit import AuditRecorded
+from shared.messages.envelope import CloudEvent, EventData, new_event
+from shared.storage import outbox, tables
+
+log = structlog.get_logger()
+SOURCE = "phalanx/scheduler"
+
+CYCLE_SECONDS = Histogram("phalanx_scheduler_cycle_seconds", "Time of one scheduling cycle.")
+PLACED_PODS = Counter("phalanx_scheduler_placed_pods_total", "Pods bound by decisions.")
+EVICTED_PODS = Counter("phalanx_scheduler_evicted_pods_total", "Pods evicted by decisions.")
+
+
+class CycleLoop:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        leadership: Leadership,
+        *,
+        clock: Clock,
+        period: float,
+        decision_ttl: float,
+        on_committed: Any = lambda: None,
+        conf_file: str | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self._leadership = leadership
+        self._clock = clock
+        self._period = period
+        self._ttl = timedelta(seconds=decision_ttl)
+        self._on_committed = on_committed
+        self._conf_file = conf_file
+        self._conf: SchedulerConf | None = None
+        self._conf_text: str | None = None
+        self._wake = asyncio.Event()
+        self.memory = ShellMemory()
+        self.cycle = 0
+        self.last_plan: CyclePlan | None = None
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                if await self._leadership.try_acquire_or_renew():
+                    await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except LostLeadership as lost:
+                log.warning("leadership lost; standing by", reason=str(lost))
+            except Exception:
+                log.exception("cycle failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._period)
+            self._wake.clear()
+
+    async def run_once(self) -> CyclePlan:
+        started = time.perf_counter()
+        async with self._sessions() as session, session.begin():
+            read = await read_snapshot(
+                session, now=self._clock.now(), decision_ttl=self._ttl, memory=self.memory
+            )
+        conf = self._current_conf(read.conf_text)
+        plan = plan_cycle(read.snapshot, conf)
+        self.cycle += 1
+        await self._commit(plan, read.snapshot, read.verdict_messages)
+        self._remember(plan, read.snapshot)
+        self.last_plan = plan
+        CYCLE_SECONDS.observe(time.perf_counter() - started)
+        return plan
+
+    def _current_conf(self, stored: str | None) -> SchedulerConf:
+        # A configured file wins over the ConfigMap; reading it each cycle picks up edits.
+        text = Path(self._conf_file).read_text() if self._conf_file else stored
+        if self._conf is None or text != self._conf_text:
+            loaded = load_conf(text, self._conf)
+            if loaded.error:
+                log.error("invalid scheduler configuration; keeping the previous", error=str(loaded.error))
+            self._conf, self._conf_text = loaded.conf, text
+        assert self._conf is not None
+        return self._conf
+
+    async def _commit(
+        self, plan: CyclePlan, snapshot: Snapshot, previous_verdicts: dict[str, str] | Any
+    ) -> None:
+        gangs = {g.uid: g for g in snapshot.gangs}
+        task_gang = {t.uid: g.uid for g in snapshot.gangs for t in g.tasks}
+        rows: list[dict[str, Any]] = []
+        events: list[tuple[str, CloudEvent[Any]]] = []
+
+        async with self._sessions() as session, session.begin():
+            epoch = await self._leadership.fence(session)
+            cycle = self.cycle
+
+            def announce(data: EventData, what: str, gang_uid: str, audit: AuditRecorded) -> None:
+                gang = gangs[gang_uid]
+                event_id = f"{epoch}:{cycle}:{what}:{gang_uid}"
+                events.append(
+                    (
+                        subjects.decision(what, gang.namespace, gang.name),
+                        new_event(
+                            data, source=SOURCE, event_id=event_id, subject=f"{gang.namespace}/{gang.name}"
+                        ),
+                    )
+                )
+                events.append(
+                    (
+                        subjects.audit("scheduler", audit.action, gang.namespace, gang.name),
+                        new_event(audit, source=SOURCE, event_id=f"audit:{event_id}"),
+                    )
+                )
+
+            def base(gang_uid: str) -> dict[str, Any]:
+                gang = gangs[gang_uid]
+                return {
+                    "epoch": epoch,
+                    "cycle": cycle,
+                    "gang_uid": gang_uid,
+                    "namespace": gang.namespace,
+                    "podgroup": gang.name,
+                }
+
+            def audit(action: str, gang_uid: str, **extra: Any) -> AuditRecorded:
+                gang = gangs[gang_uid]
+                return AuditRecorded(
+                    service="scheduler",
+                    action=action,
+                    kind="PodGroup",
+                    namespace=gang.namespace,
+                    name=gang.name,
+                    uid=gang_uid,
+                    **extra,
+                )
+
+            for gang_uid in plan.enqueued:
+                rows.append(_decision(epoch, cycle, "enqueue", gang_uid))
+                announce(
+                    msg.GangEnqueued(**base(gang_uid)),
+                    "enqueued",
+                    gang_uid,
+                    audit("enqueued", gang_uid, details={"queue": gangs[gang_uid].queue}),
+                )
+            for placed in plan.binds:
+                binds = tuple(
+                    msg.Bind(uid=b.task_uid, namespace=b.namespace, name=b.name, node=b.node)
+                    for b in placed.binds
+                )
+                rows.extend(
+                    _decision(epoch, cycle, "bind", placed.gang_uid, b.task_uid, b.node) for b in placed.binds
+                )
+                announce(
+                    msg.GangPlaced(**base(placed.gang_uid), binds=binds),
+                    "placed",
+                    placed.gang_uid,
+                    audit("placed", placed.gang_uid, details={"pods": {b.name: b.node for b in binds}}),
+                )
+                PLACED_PODS.inc(len(binds))
+            for victim_uid, evictions in _by_gang(plan, task_gang).items():
+                items = tuple(
+                    msg.Eviction(
+                        uid=e.task_uid,
+                        namespace=e.namespace,
+                        name=e.name,
+                        node=e.node,
+                        reason="release" if e.reason == "gang-release" else e.reason,
+                    )  # type: ignore[arg-type]
+                    for e in evictions
+                )
+                rows.extend(
+                    _decision(epoch, cycle, "evict", victim_uid, e.task_uid, e.node) for e in evictions
+                )
+                preemptor = evictions[0].preemptor_gang_uid
+                announce(
+                    msg.PodsEvicted(**base(victim_uid), evictions=items, preemptor=preemptor),
+                    "evicted",
+                    victim_uid,
+                    audit(
+                        "evicted",
+                        victim_uid,
+                        reason=evictions[0].reason,
+                        details={"pods": [e.name for e in evictions], "preemptor": preemptor},
+                    ),
+                )
+                EVICTED_PODS.inc(len(items))
+            verdict_rows = []
+            for verdict in plan.verdicts:
+                if verdict.gang_uid not in gangs:
+                    continue
+                verdict_rows.append(
+                    {
+                        "gang_uid": verdict.gang_uid,
+                        "namespace": verdict.namespace,
+                        "name": verdict.name,
+                        "queue": gangs[verdict.gang_uid].queue,
+                        "reason": verdict.reason,
+                        "condition_reason": verdict.condition_reason,
+                        "message": verdict.message,
+                        "cycle": cycle,
+                    }
+                )
+                if previous_verdicts.get(verdict.gang_uid) != verdict.message:
+                    announce(
+                        msg.GangUnschedulable(
+                            **base(verdict.gang_uid),
+                            reason=verdict.reason,
+                            condition_reason=verdict.condition_reason,
+                            message=verdict.message,
+                        ),
+                        "unschedulable",
+                        verdict.gang_uid,
+                        audit(
+                            "unschedulable",
+                            verdict.gang_uid,
+                            outcome="pending",
+                            reason=verdict.reason,
+                            message=verdict.message,
+                            details={"fit_errors": verdict.fit_errors, "detail": verdict.detail},
+                        ),
+                    )
+            if rows:
+                await session.execute(insert(tables.Decision), rows)
+            placed_uids = [p.gang_uid for p in plan.binds]
+            if placed_uids:
+                await session.execute(
+                    delete(tables.GangVerdict).where(tables.GangVerdict.gang_uid.in_(placed_uids))
+                )
+            if verdict_rows:
+                statement = pg_insert(tables.GangVerdict).values(verdict_rows)
+                statement = statement.on_conflict_do_update(
+                    index_elements=["gang_uid"],
+                    set_={
+                        c: statement.excluded[c]
+                        for c in (
+                            "namespace",
+                            "name",
+                            "queue",
+                            "reason",
+                            "condition_reason",
+                            "message",
+                            "cycle",
+                        )
+                    },
+                )
+                await session.execute(statement)
+            if events:
+                outbox.enqueue_many(session, tables.SchedulerOutbox, events)
+        if events:
+            self._on_committed()
+
+    def _remember(self, plan: CyclePlan, snapshot: Snapshot) -> None:
+        self.memory.nominations = {n.task_uid: n.node for n in plan.nominations}
+        underfilled = set(plan.underfilled)
+        self.memory.below_min_since = {
+            uid: self.memory.below_min_since.get(uid, snapshot.now) for uid in underfilled
+        }
+
+
+def _decision(
+    epoch: int, cycle: int, kind: str, gang_uid: str, pod_uid: str | None = None, node: str | None = None
+) -> dict[str, Any]:
+    return {
+        "epoch": epoch,
+        "cycle": cycle,
+        "kind": kind,
+        "gang_uid": gang_uid,
+        "pod_uid": pod_uid,
+        "node": node,
+        "state": "pending",
+    }
+
+
+def _by_gang(plan: CyclePlan, task_gang: dict[str, str]) -> dict[str, list[Any]]:
+    grouped: dict[str, list[Any]] = defaultdict(list)
+    for eviction in plan.evictions:
+        gang_uid = task_gang.get(eviction.task_uid)
+        if gang_uid:
+            grouped[gang_uid].append(eviction)
+    return grouped

@@ -1,0 +1,130 @@
+"""Shell: project `cluster.*` events into the scheduler's tables, a fetched batch per transaction.
+
+Idempotent and monotonic: a row is only overwritten by an event of the same or a newer
+resourceVersion, so a replayed or reordered event never moves state backwards; deletions leave a
+tombstone so that a late "added" cannot resurrect the object. The same transaction confirms the
+cycle's pending decisions that the cluster now shows carried out (a pod bound, an evicted pod gone,
+a PodGroup out of Pending), which releases them from the snapshot's overlay. A `KindResynced`
+marker tombstones what the watcher's relist no longer saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from sqlalchemy import and_, or_, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.scheduler.projection import TABLE_OF_KIND, Row, project
+from shared.messages.cluster import KindResynced, ObjectChanged
+from shared.messages.envelope import CloudEvent
+from shared.storage import tables
+
+INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap")
+
+
+class Ingester:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        scheduler_names: Collection[str],
+        on_new_work: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._sessions = sessions
+        self._ours = frozenset(scheduler_names)
+        self._on_new_work = on_new_work
+        self.ingested = 0
+
+    async def handle(self, events: list[CloudEvent[Any]]) -> None:
+        latest: dict[tuple[type[tables.Base], str], Row] = {}
+        resyncs: list[KindResynced] = []
+        for event in events:
+            data = event.data
+            if isinstance(data, KindResynced):
+                resyncs.append(data)
+                continue
+            if not isinstance(data, ObjectChanged):
+                continue
+            row = project(data, self._ours)
+            if row is None:
+                continue
+            key = (row.table, row.key)
+            # One row per object per batch: the newest version wins (a relist ties and wins,
+            # so its relist id is recorded).
+            held = latest.get(key)
+            if held is None or held.values["resource_version"] <= row.values["resource_version"]:
+                latest[key] = row
+        async with self._sessions() as session, session.begin():
+            by_table: dict[type[tables.Base], list[dict[str, Any]]] = {}
+            for (table, _), row in latest.items():
+                by_table.setdefault(table, []).append(row.values)
+            for table, rows in by_table.items():
+                await _upsert(session, table, rows)
+            await _confirm_decisions(session, list(latest.values()))
+            for marker in resyncs:
+                await _tombstone_unlisted(session, marker)
+        self.ingested += len(events)
+        if any(_is_new_work(row) for row in latest.values()):
+            self._on_new_work()
+
+
+async def _upsert(session: AsyncSession, table: type[tables.Base], rows: list[dict[str, Any]]) -> None:
+    mapper = table.__table__  # type: ignore[attr-defined]
+    key = [c.name for c in mapper.primary_key.columns]
+    # Rows of one table share their columns, so one multi-row statement carries them all.
+    columns = sorted({c for row in rows for c in row})
+    statement = insert(table).values([{c: row.get(c) for c in columns} for row in rows])
+    excluded = statement.excluded
+    statement = statement.on_conflict_do_update(
+        index_elements=key,
+        set_={c: excluded[c] for c in columns if c not in key},
+        where=mapper.c.resource_version <= excluded.resource_version,
+    )
+    await session.execute(statement)
+
+
+async def _confirm_decisions(session: AsyncSession, rows: list[Row]) -> None:
+    bound = [r.key for r in rows if r.table is tables.Pod and r.values.get("node_name")]
+    gone = [r.key for r in rows if r.table is tables.Pod and r.values["deleted"]]
+    admitted = [
+        r.key
+        for r in rows
+        if r.table is tables.PodGroup and (r.values["phase"] != "Pending" or r.values["deleted"])
+    ]
+    decisions = tables.Decision
+    conditions = []
+    if bound:
+        conditions.append(and_(decisions.kind == "bind", decisions.pod_uid.in_(bound)))
+    if gone:
+        conditions.append(decisions.pod_uid.in_(gone))
+    if admitted:
+        conditions.append(and_(decisions.kind == "enqueue", decisions.gang_uid.in_(admitted)))
+    if conditions:
+        await session.execute(
+            update(decisions).where(decisions.state == "pending", or_(*conditions)).values(state="confirmed")
+        )
+
+
+async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> None:
+    table = TABLE_OF_KIND.get(marker.kind)
+    if table is None:
+        return
+    columns = table.__table__.c  # type: ignore[attr-defined]
+    await session.execute(
+        update(table)
+        .where(
+            columns.deleted.is_(False),
+            columns.relist_id.is_distinct_from(marker.relist_id),
+            columns.resource_version <= marker.resource_version,
+        )
+        .values(deleted=True)
+    )
+
+
+def _is_new_work(row: Row) -> bool:
+    if row.table is tables.Pod:
+        return not row.values.get("node_name") or row.values["deleted"]
+    return row.table in (tables.PodGroup, tables.Node, tables.Queue, tables.SchedulerConfig)

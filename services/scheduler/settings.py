@@ -1,0 +1,27 @@
+"""SchedulerSettings: read once in `__main__` from SCHEDULER_* environment variables."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from services.scheduler.leadership import default_holder
+from shared.config import ServiceSettings
+
+
+class SchedulerSettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="SCHEDULER_", env_nested_delimiter="__", extra="forbid")
+
+    cycle_period_seconds: float = Field(1.0, gt=0, le=60, description="Time between cycles.")
+    lease_seconds: float = Field(10.0, gt=1, description="Leadership lease; a standby takes over after.")
+    decision_ttl_seconds: float = Field(
+        30.0, gt=0, description="How long an unconfirmed decision keeps its resources booked."
+    )
+    scheduler_names: list[str] = Field(["volcano"], description="Pods with these schedulerNames are ours.")
+    conf_file: str | None = Field(
+        None, description="A volcano-scheduler.conf to use instead of the ConfigMap (reloaded on change)."
+    )
+    holder: str = Field(default_factory=default_holder, description="This replica's leadership name.")
+    ingest: bool = Field(True, description="Run the ingester (cluster.* → tables) in this process.")
+    cycle: bool = Field(True, description="Run the scheduling cycle in this process.")
+    health_port: int = Field(8080, ge=0, le=65535)

@@ -1,0 +1,225 @@
+"""Shell: read one consistent snapshot from PostgreSQL into the core's dataclasses.
+
+One REPEATABLE READ, READ ONLY transaction reads every table the cycle needs, so the picture is
+consistent even while the ingester writes. Pending decisions not older than their time-to-live are
+overlaid: a bind decision makes its pod Bound on its node, an eviction makes it Releasing, an
+enqueue makes its gang Inqueue. So what a previous cycle decided counts as allocated until the
+cluster confirms it, and nothing is booked twice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from services.scheduler.core import snapshot as core
+from shared.domain.resources import Resources
+from shared.storage import tables
+
+DEFAULT_QUEUE = "default"
+_TASK_STATUS = {
+    "Pending": core.PENDING,
+    "Running": core.RUNNING,
+    "Succeeded": core.SUCCEEDED,
+    "Failed": core.FAILED,
+}
+
+
+@dataclass
+class ShellMemory:
+    """What the shell carries between cycles for the core (lost on failover, rebuilt in a cycle)."""
+
+    nominations: dict[str, str] = field(default_factory=dict)  # task uid -> node
+    below_min_since: dict[str, datetime] = field(default_factory=dict)  # gang uid -> since
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    snapshot: core.Snapshot
+    conf_text: str | None
+    verdict_messages: Mapping[str, str]  # gang uid -> last recorded message
+
+
+async def read_snapshot(
+    session: AsyncSession, *, now: datetime, decision_ttl: timedelta, memory: ShellMemory
+) -> ReadResult:
+    await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+    live = tables.Queue.deleted.is_(False)
+    queue_rows = (await session.execute(select(tables.Queue).where(live))).scalars().all()
+    node_rows = (
+        (await session.execute(select(tables.Node).where(tables.Node.deleted.is_(False)))).scalars().all()
+    )
+    priority_rows = (
+        (await session.execute(select(tables.PriorityClass).where(tables.PriorityClass.deleted.is_(False))))
+        .scalars()
+        .all()
+    )
+    group_rows = (
+        (
+            await session.execute(
+                select(tables.PodGroup).where(
+                    tables.PodGroup.deleted.is_(False), tables.PodGroup.phase != "Completed"
+                )
+            )
+        )
+        .scalars()
+        .all()
+    )
+    pod_rows = (
+        (
+            await session.execute(
+                select(tables.Pod).where(
+                    tables.Pod.deleted.is_(False), tables.Pod.phase.in_(("Pending", "Running", "Succeeded"))
+                )
+            )
+        )
+        .scalars()
+        .all()
+    )
+    decision_rows = (
+        await session.execute(
+            select(
+                tables.Decision.kind, tables.Decision.gang_uid, tables.Decision.pod_uid, tables.Decision.node
+            ).where(tables.Decision.state == "pending", tables.Decision.created_at > now - decision_ttl)
+        )
+    ).all()
+    conf_row = (
+        await session.execute(
+            select(tables.SchedulerConfig.conf).where(tables.SchedulerConfig.deleted.is_(False))
+        )
+    ).first()
+    verdicts = dict(
+        (await session.execute(select(tables.GangVerdict.gang_uid, tables.GangVerdict.message))).all()
+    )
+    snapshot = build_snapshot(
+        now=now,
+        queues=queue_rows,
+        nodes=node_rows,
+        priority_classes=priority_rows,
+        groups=group_rows,
+        pods=pod_rows,
+        decisions=decision_rows,
+        memory=memory,
+    )
+    return ReadResult(snapshot, conf_row[0] if conf_row else None, verdicts)
+
+
+def build_snapshot(
+    *,
+    now: datetime,
+    queues: Collection[tables.Queue],
+    nodes: Collection[tables.Node],
+    priority_classes: Collection[tables.PriorityClass],
+    groups: Collection[tables.PodGroup],
+    pods: Collection[tables.Pod],
+    decisions: Collection[Any],
+    memory: ShellMemory,
+) -> core.Snapshot:
+    binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
+    evicting = {d.pod_uid for d in decisions if d.kind == "evict"}
+    enqueued = {d.gang_uid for d in decisions if d.kind == "enqueue"}
+    priorities = {p.name: p.value for p in priority_classes}
+
+    queue_infos = [_queue(q) for q in queues]
+    if DEFAULT_QUEUE not in {q.name for q in queue_infos}:
+        queue_infos.append(core.QueueInfo(name=DEFAULT_QUEUE))
+
+    members: dict[tuple[str, str], list[core.TaskInfo]] = defaultdict(list)
+    others: list[core.OtherPod] = []
+    for pod in pods:
+        if pod.ours and pod.group_name:
+            members[(pod.namespace, pod.group_name)].append(
+                _task(pod, binds.get(pod.uid), pod.uid in evicting, memory)
+            )
+        elif pod.node_name and pod.phase in ("Pending", "Running"):
+            others.append(
+                core.OtherPod(node=pod.node_name, request=Resources(pod.request), namespace=pod.namespace)
+            )
+    gangs = []
+    for group in groups:
+        tasks = tuple(sorted(members.get((group.namespace, group.name), ()), key=lambda t: t.name))
+        phase = "Inqueue" if group.phase == "Pending" and group.uid in enqueued else group.phase
+        gangs.append(
+            core.GangInfo(
+                uid=group.uid,
+                namespace=group.namespace,
+                name=group.name,
+                queue=group.queue,
+                min_member=group.min_member,
+                created=group.created_at,
+                tasks=tasks,
+                min_task_member=dict(group.min_task_member or {}),
+                min_resources=Resources(group.min_resources) if group.min_resources else None,
+                priority=priorities.get(group.priority_class or "", 0),
+                phase=phase,
+                below_min_since=memory.below_min_since.get(group.uid),
+            )
+        )
+    gangs.sort(key=lambda g: (g.created, g.uid))
+    return core.Snapshot(
+        nodes=tuple(sorted((_node(n) for n in nodes), key=lambda n: n.name)),
+        queues=tuple(sorted(queue_infos, key=lambda q: q.name)),
+        gangs=tuple(gangs),
+        now=now,
+        priority_classes=priorities,
+        other_pods=tuple(others),
+    )
+
+
+def _queue(row: tables.Queue) -> core.QueueInfo:
+    return core.QueueInfo(
+        name=row.name,
+        weight=row.weight,
+        capability=Resources(row.capability) if row.capability else None,
+        guarantee=Resources(row.guarantee or {}),
+        deserved=Resources(row.deserved) if row.deserved else None,
+        reclaimable=row.reclaimable,
+        state=row.state,
+        parent=row.parent,
+        priority=row.priority,
+    )
+
+
+def _node(row: tables.Node) -> core.NodeInfo:
+    return core.NodeInfo(
+        name=row.name,
+        allocatable=Resources(row.allocatable),
+        labels=dict(row.labels or {}),
+        taints=tuple((row.taints or {}).get("items") or ()),
+        unschedulable=row.unschedulable,
+        ready=row.ready,
+    )
+
+
+def _task(pod: tables.Pod, decided_node: str | None, evicting: bool, memory: ShellMemory) -> core.TaskInfo:
+    placement = pod.placement or {}
+    status = _TASK_STATUS.get(pod.phase, core.PENDING)
+    node = pod.node_name
+    if node and status == core.PENDING:
+        status = core.BOUND  # bound, not yet started by its kubelet
+    if not node and decided_node:
+        node, status = decided_node, core.BOUND
+    if evicting and node:
+        status = core.RELEASING
+    return core.TaskInfo(
+        uid=pod.uid,
+        namespace=pod.namespace,
+        name=pod.name,
+        request=Resources(pod.request),
+        task_role=pod.task_role or "",
+        node=node,
+        status=status,
+        priority=pod.priority,
+        node_selector=placement.get("nodeSelector") or {},
+        affinity=placement.get("affinity"),
+        tolerations=tuple(placement.get("tolerations") or ()),
+        labels=placement.get("labels") or {},
+        priority_class_name=pod.priority_class or "",
+        nominated_node=memory.nominations.get(pod.uid),
+    )

@@ -1,0 +1,23 @@
+"""The kinds the watcher lists and watches, and where each lives in the Kubernetes API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.kube.kinds import KINDS
+
+
+@dataclass(frozen=True)
+class WatchedKind:
+    kind: str
+    path: str  # the collection path listed and watched
+
+
+WATCHED: tuple[WatchedKind, ...] = (
+    *(
+        WatchedKind(kind, KINDS[kind].collection())
+        for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Job", "Command", "Pod")
+    ),
+    # The scheduler's configuration (volcano-scheduler.conf), where Volcano keeps it.
+    WatchedKind("ConfigMap", KINDS["ConfigMap"].collection("volcano-system")),
+)
