@@ -94,11 +94,15 @@ class Policy:
         if raw.get("event"):
             events.add(raw["event"])
         timeout = raw.get("timeout")
+        try:
+            delay = parse_go_duration(timeout) if isinstance(timeout, str) else None
+        except ValueError:
+            delay = None  # admission refuses these; a stored one must not stop the controller
         return cls(
             action=str(raw.get("action", "")),
             events=frozenset(str(e) for e in events),
             exit_code=None if raw.get("exitCode") is None else int(raw["exitCode"]),
-            timeout=parse_go_duration(timeout) if isinstance(timeout, str) else None,
+            timeout=delay,
         )
 
 

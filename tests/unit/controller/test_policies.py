@@ -156,6 +156,11 @@ def test_bad_duration_is_rejected() -> None:
         parse_go_duration("5 minutes")
 
 
+def test_stored_policy_with_bad_timeout_acts_without_delay() -> None:
+    policy = Policy.from_manifest({"action": "RestartJob", "event": "PodFailed", "timeout": "soon"})
+    assert policy == Policy("RestartJob", frozenset({"PodFailed"}))
+
+
 # ---- through the transition --------------------------------------------------------------------
 
 FAILED_0 = ev.PodFailed("job-worker-0", "worker", pod_uid="uid-worker-0", exit_code=1)
