@@ -7,7 +7,7 @@ returned by `lifecycle.transition`. Nothing here is Kubernetes JSON except on th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -170,10 +170,3 @@ class JobState:
 def pod_name(job: str, task: str, index: int) -> str:
     """Volcano's pod name, `<job>-<task>-<index>`."""
     return f"{job}-{task}-{index}"
-
-
-def count_phases(pods: Iterable[PodView]) -> dict[str, int]:
-    counts = dict.fromkeys(POD_PHASES, 0)
-    for pod in pods:
-        counts[pod.phase if pod.phase in counts else "Unknown"] += 1
-    return counts

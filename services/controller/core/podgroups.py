@@ -18,8 +18,6 @@ from services.controller.core.quota import pod_quota_usage, to_resource_list
 Json = Mapping[str, Any]
 PODGROUP_PREFIX = "podgroup-"
 DEFAULT_SCHEDULER_NAMES = ("volcano",)
-# Owners whose annotations (min member, volcano.sh/*) a plain pod's PodGroup inherits.
-INHERITING_OWNER_KINDS = frozenset({"ReplicaSet", "DaemonSet", "StatefulSet", "Job"})
 # Operators that create PodGroups for their own workloads (kind -> API group of the owner).
 FOREIGN_OWNERS = {
     "PyTorchJob": "kubeflow.org",

@@ -21,15 +21,6 @@ INTERNAL_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_
 INTERNAL_ACTIONS = frozenset(
     {Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE, Action.OPEN_QUEUE, Action.CLOSE_QUEUE}
 )
-JOB_SCOPE_ACTIONS = frozenset(
-    {
-        Action.ABORT_JOB,
-        Action.RESTART_JOB,
-        Action.TERMINATE_JOB,
-        Action.COMPLETE_JOB,
-        Action.RESUME_JOB,
-    }
-)
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {

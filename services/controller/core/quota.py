@@ -7,7 +7,7 @@ pods of the gang; `jobpodgroup` and `podgroups` call `pod_quota_usage` for that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from shared.domain.resources import CPU, MEMORY, PODS, Resources, pod_requests
@@ -46,10 +46,6 @@ def pod_quota_usage(pod_spec: Mapping[str, Any]) -> Resources:
     for name, amount in _limits(pod_spec).items():
         usage[f"limits.{name}"] = amount
     return Resources(usage)
-
-
-def quota_total(specs_and_counts: Iterable[tuple[Mapping[str, Any], int]]) -> Resources:
-    return Resources.total(pod_quota_usage(spec) * count for spec, count in specs_and_counts)
 
 
 def to_resource_list(usage: Resources) -> dict[str, str]:
