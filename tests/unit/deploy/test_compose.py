@@ -12,12 +12,15 @@ import copy
 import functools
 import importlib.resources
 import json
+import subprocess
+import sys
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
 
+from tests.unit.deploy.health_server import health_server
 from tests.unit.deploy.rendering import REPO, SERVICES
 
 pytestmark = pytest.mark.unit
@@ -195,3 +198,29 @@ def test_named_volumes_are_declared() -> None:
             source = volume.split(":")[0]
             if not source.startswith(("/", ".", "$")):
                 assert source in declared, f"{name}: {source}"
+
+
+@pytest.mark.parametrize(
+    ("status", "healthy"),
+    [(200, True), (503, False), (None, False)],
+    ids=["answers-200", "answers-503", "nothing-listening"],
+)
+def test_the_service_healthcheck_command_tells_healthy_from_not(
+    status: int | None, healthy: bool
+) -> None:
+    script = services()["scheduler"]["healthcheck"]["test"][3]
+    if status is None:
+        with health_server(200) as port:
+            pass  # the port is free again: a connection is refused
+        result = _run_check(script.replace(":8080/", f":{port}/"))
+    else:
+        with health_server(status) as port:
+            result = _run_check(script.replace(":8080/", f":{port}/"))
+    assert (result.returncode == 0) is healthy, result.stderr
+
+
+def _run_check(script: str) -> subprocess.CompletedProcess[str]:
+    # The image's python runs the check; the test's interpreter is the same stdlib.
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False
+    )

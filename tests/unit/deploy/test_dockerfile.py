@@ -8,12 +8,17 @@ charts declare, no dev dependencies, sources that exist and are not excluded by 
 from __future__ import annotations
 
 import fnmatch
+import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 
 import pytest
 import yaml
 
+from tests.unit.deploy.health_server import health_server
 from tests.unit.deploy.rendering import CHARTS, REPO, SERVICE_CHARTS
 
 pytestmark = pytest.mark.unit
@@ -88,11 +93,30 @@ def test_environment_is_unbuffered_and_uses_the_venv() -> None:
     assert 'PATH="/opt/phalanx/bin:${PATH}"' in env
 
 
-def test_healthcheck_uses_python_not_curl() -> None:
+def healthcheck_command() -> list[str]:
     [healthcheck] = arguments(final_stage(), "HEALTHCHECK")
-    assert "urllib.request" in healthcheck
-    assert "/healthz" in healthcheck
-    assert "curl" not in healthcheck
+    command: list[str] = json.loads(healthcheck.split(" CMD ", 1)[1])
+    return command
+
+
+def test_healthcheck_uses_python_not_curl() -> None:
+    command = healthcheck_command()
+    assert command[:2] == ["python", "-c"]
+    assert "urllib.request" in command[2]
+
+
+@pytest.mark.parametrize(("status", "healthy"), [(200, True), (500, False)], ids=["200", "500"])
+def test_healthcheck_asks_healthz_on_the_configured_port(status: int, healthy: bool) -> None:
+    with health_server(status) as port:
+        result = subprocess.run(
+            [sys.executable, "-c", healthcheck_command()[2]],
+            env={**os.environ, "PHALANX_HEALTH_PORT": str(port)},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert (result.returncode == 0) is healthy, result.stderr
 
 
 def test_labels_follow_the_opencontainers_keys() -> None:
