@@ -314,3 +314,34 @@ def test_admission_refuses_replicas_that_would_fight_over_their_certificates() -
         render("phalanx-admission", {"replicas": 2})
     shared_secret = {"replicas": 2, "tls": {"existingSecret": "admission-certs"}}
     assert only(render("phalanx-admission", shared_secret), "Deployment")["spec"]["replicas"] == 2
+
+
+def test_scheduler_chart_migrates_the_schema_before_install_and_upgrade() -> None:
+    objects = render("phalanx-scheduler")
+    job = only(objects, "Job")
+    annotations = job["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert "hook-succeeded" in annotations["helm.sh/hook-delete-policy"]
+    pod = job["spec"]["template"]["spec"]
+    [migrate] = pod["containers"]
+    assert migrate["command"] == [
+        "python", "-m", "alembic", "-c", "/app/alembic.ini", "upgrade", "head",
+    ]  # fmt: skip
+    [url] = migrate["env"]
+    assert url["name"] == "PHALANX_DATABASE_URL"
+    assert url["valueFrom"]["secretKeyRef"] == {"name": "phalanx-postgres", "key": "url"}
+    assert pod["automountServiceAccountToken"] is False
+    assert migrate["securityContext"]["readOnlyRootFilesystem"] is True
+    # The Deployment's selectors must not count the migration pod as a scheduler.
+    job_labels = job["spec"]["template"]["metadata"]["labels"]
+    selectors = [only(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]]
+    selectors += [service["spec"]["selector"] for service in of_kind(objects, "Service")]
+    for selector in selectors:
+        assert not selector.items() <= job_labels.items()
+
+
+def test_migration_can_use_its_own_credentials_or_be_left_out() -> None:
+    own = render("phalanx-scheduler", {"migrations": {"existingSecret": "phalanx-schema-owner"}})
+    [url] = only(own, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert url["valueFrom"]["secretKeyRef"]["name"] == "phalanx-schema-owner"
+    assert of_kind(render("phalanx-scheduler", {"migrations": {"enabled": False}}), "Job") == []
