@@ -345,3 +345,33 @@ def test_migration_can_use_its_own_credentials_or_be_left_out() -> None:
     [url] = only(own, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]
     assert url["valueFrom"]["secretKeyRef"]["name"] == "phalanx-schema-owner"
     assert of_kind(render("phalanx-scheduler", {"migrations": {"enabled": False}}), "Job") == []
+
+
+@pytest.mark.parametrize(
+    ("chart", "values", "named"),
+    [
+        ("phalanx-scheduler", {"replicas": "two"}, "/replicas"),
+        ("phalanx-scheduler", {"replicaz": 2}, "replicaz"),
+        ("phalanx-watcher", {"nats": {"url": "http://nats:4222"}}, "/nats/url"),
+        ("phalanx-controller", {"log": {"level": "TRACE"}}, "/log/level"),
+        ("phalanx-admission", {"webhook": {"port": 70000}}, "/webhook/port"),
+        ("phalanx-watcher", {"schedulerNames": []}, "/schedulerNames"),
+        ("phalanx-scheduler", {"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
+        ("phalanx-crds", {"keep": "yes"}, "/keep"),
+    ],
+    ids=[
+        "replicas-not-integer",
+        "misspelt-top-level-key",
+        "nats-url-not-nats",
+        "unknown-log-level",
+        "port-out-of-range",
+        "no-scheduler-names",
+        "unknown-pull-policy",
+        "keep-not-boolean",
+    ],
+)
+def test_values_schema_rejects_mistakes_naming_the_value(
+    chart: str, values: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(helm.HelmValuesError, match=named):
+        render(chart, values)
