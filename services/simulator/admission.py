@@ -52,9 +52,9 @@ class Admission:
         if request.kind in _EXEMPT:
             return []
         kind = MUTATING_WEBHOOKS if mutating else VALIDATING_WEBHOOKS
-        configurations = list(self._store.iterate(kind))
-        if not configurations:
+        if self._store.is_empty(kind):
             return []
+        configurations = list(self._store.iterate(kind))
         namespace = self._store.find(NAMESPACES, "", request.namespace) if request.namespace else None
         labels = (namespace or {}).get("metadata", {}).get("labels") if namespace else None
         return matching_webhooks(configurations, request, labels, mutating=mutating)

@@ -18,7 +18,6 @@ from services.simulator.history import WatchEvent
 from services.simulator.kinds import NODES, PODS
 from services.simulator.kubelet import Kubelets, Timers, requests_of
 from services.simulator.store import Store, timestamp
-from shared.domain.resources import Resources
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -100,7 +99,7 @@ class DefaultScheduler:
         now = timestamp(self._clock())
         for node in nodes:
             name = node["metadata"]["name"]
-            allocatable = Resources.parse(node["status"].get("allocatable"))
+            allocatable = self._kubelets.allocatable(node)
             if node_accepts(node, pod) and requests.fits_in(allocatable - self._kubelets.used(name)):
                 self._waiting.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
                 self._store.update(PODS, pod_status.bound(pod, name, now))

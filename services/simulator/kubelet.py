@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+import orjson
+
 from services.simulator import errors, pod_status
 from services.simulator.history import WatchEvent
 from services.simulator.kinds import NODES, PODS
@@ -51,9 +53,27 @@ class _Admitted:
     timer: TimerHandle | None = None
 
 
+_REQUESTS_CACHE: dict[bytes, Resources] = {}
+
+
 def requests_of(pod: dict[str, Any]) -> Resources:
+    """The pod's effective request, remembered by the shape of its resources.
+
+    Parsing quantities is the dearest step of binding a pod; the pods of one job share their
+    shapes, so a small cache keyed by the resource stanzas saves nearly all of it.
+    """
     spec = pod.get("spec") or {}
-    return pod_requests(spec.get("containers") or [], spec.get("initContainers") or [], spec.get("overhead"))
+    containers, init = spec.get("containers") or [], spec.get("initContainers") or []
+    key = orjson.dumps(
+        [[c.get("resources") for c in containers], [c.get("resources") for c in init], spec.get("overhead")],
+        option=orjson.OPT_SORT_KEYS,
+    )
+    found = _REQUESTS_CACHE.get(key)
+    if found is None:
+        if len(_REQUESTS_CACHE) > 4096:
+            _REQUESTS_CACHE.clear()
+        found = _REQUESTS_CACHE[key] = pod_requests(containers, init, spec.get("overhead"))
+    return found
 
 
 class Kubelets:
@@ -66,6 +86,7 @@ class Kubelets:
         self._used: dict[str, Resources] = {}  # by node name
         self._pods_on: dict[str, set[tuple[str, str]]] = {}  # node -> bound pods (any phase)
         self._node_index: dict[str, int] = {}
+        self._allocatable: dict[str, tuple[str | None, Resources]] = {}
         self._pod_ips = 0
         store.subscribe(PODS, self._on_pod)
         store.subscribe(NODES, self._on_node)
@@ -74,6 +95,15 @@ class Kubelets:
 
     def used(self, node: str) -> Resources:
         return self._used.get(node, Resources())
+
+    def allocatable(self, node: dict[str, Any]) -> Resources:
+        """The node's allocatable, parsed once per version of the node."""
+        name, version = node["metadata"]["name"], node["metadata"].get("resourceVersion")
+        cached = self._allocatable.get(name)
+        if cached is None or cached[0] != version:
+            parsed = Resources.parse((node.get("status") or {}).get("allocatable"))
+            cached = self._allocatable[name] = (version, parsed)
+        return cached[1]
 
     def pods_on(self, node: str) -> list[tuple[str, str]]:
         return sorted(self._pods_on.get(node, ()))
@@ -115,7 +145,7 @@ class Kubelets:
         if node is None:
             return  # bound to a node that does not exist: stays Pending, as in a real cluster
         requests = requests_of(pod)
-        allocatable = Resources.parse((node.get("status") or {}).get("allocatable"))
+        allocatable = self.allocatable(node)
         used = self.used(node_name)
         refusal = pod_status.admit(requests, used, allocatable)
         if refusal is not None:
@@ -191,6 +221,7 @@ class Kubelets:
                 if self._store.find(PODS, namespace, pod_name) is not None:
                     self._store.delete(PODS, namespace, pod_name)
             self._pods_on.pop(name, None)
+            self._allocatable.pop(name, None)
             return
         index = self._node_index.setdefault(name, len(self._node_index))
         if event.type == "ADDED" and not (node.get("status") or {}).get("conditions"):

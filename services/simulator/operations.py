@@ -70,7 +70,8 @@ class Operations:
                     f"{name} was found",
                 )
         else:
-            found = next((c for c in self._store.iterate(classes) if c.get("globalDefault")), None)
+            defaults = () if self._store.is_empty(classes) else self._store.iterate(classes)
+            found = next((c for c in defaults if c.get("globalDefault")), None)
             if found is not None:
                 spec["priorityClassName"] = found["metadata"]["name"]
         spec["priority"] = int(found.get("value", 0)) if found else 0

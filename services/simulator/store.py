@@ -34,7 +34,10 @@ def clone(obj: Any) -> Any:
 
 
 def timestamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
+    )
 
 
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +73,9 @@ class Store:
         if obj is None:
             raise errors.not_found(kind.plural, kind.group, name)
         return obj
+
+    def is_empty(self, kind: Kind) -> bool:
+        return not any(self._objects[kind].values())
 
     def iterate(self, kind: Kind, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Every object of `kind`, in one namespace or (None) in all of them."""
