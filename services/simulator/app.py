@@ -74,6 +74,7 @@ class SimulatorServer:
             log_level=self.settings.log_level,
             lifespan="off",
             access_log=False,
+            proxy_headers=False,
             http="httptools",
             timeout_keep_alive=60,
             backlog=4096,

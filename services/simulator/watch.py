@@ -82,9 +82,14 @@ async def serve_watch(
     unsubscribe = store.subscribe(kind, listener)
     try:
         start = params.get("resourceVersion") or "0"
+        # A streaming list (sendInitialEvents=true) starts with the current objects whatever
+        # the version, and marks their end with an annotated bookmark.
+        streaming_list = params.get("sendInitialEvents") == "true"
         try:
-            if start == "0":
+            if start == "0" or streaming_list:
                 replay = [_line("ADDED", obj) for obj in store.iterate(kind) if watch_filter.matches(obj)]
+                if streaming_list:
+                    replay.append(_bookmark(kind, store, initial_events_end=True))
             else:
                 replay = [
                     line
@@ -171,14 +176,10 @@ async def _disconnection(receive: Receive) -> None:
         pass
 
 
-def _bookmark(kind: Kind, store: Store) -> bytes:
+def _bookmark(kind: Kind, store: Store, *, initial_events_end: bool = False) -> bytes:
     # Every event up to the current version has been queued synchronously and the queue is
     # empty, so this version is one the client may safely resume from.
-    return _line(
-        "BOOKMARK",
-        {
-            "kind": kind.kind,
-            "apiVersion": kind.api_version,
-            "metadata": {"resourceVersion": str(store.resource_version)},
-        },
-    )
+    metadata: dict[str, Any] = {"resourceVersion": str(store.resource_version)}
+    if initial_events_end:
+        metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return _line("BOOKMARK", {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": metadata})

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from services.simulator.testing import running_simulator
+from services.simulator.testing import RunningSimulator, running_simulator
 
 pytestmark = pytest.mark.integration
 
@@ -98,3 +100,22 @@ def test_a_watch_older_than_the_kept_history_gets_410_gone() -> None:
             )
         assert raised.value.status == 410
         api.close()
+
+
+def test_a_streaming_list_marks_the_end_of_its_initial_events(
+    simulator: RunningSimulator, core: client.CoreV1Api
+) -> None:
+    core.create_namespace({"metadata": {"name": "w7"}})
+    core.create_namespaced_config_map("w7", {"metadata": {"name": "x"}})
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "timeoutSeconds": "1",
+    }
+    with httpx.stream("GET", f"{simulator.url}/api/v1/namespaces/w7/configmaps", params=params) as response:
+        events = [json.loads(line) for line in response.iter_lines() if line]
+    assert [e["type"] for e in events[:2]] == ["ADDED", "BOOKMARK"]
+    assert events[0]["object"]["metadata"]["name"] == "x"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
