@@ -8,8 +8,10 @@ through `SchedulerConf.plugin(...)`, `enabled(...)` and `argument(...)`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import yaml
@@ -226,10 +228,27 @@ def _parse_plugin(tier: int, raw: object) -> PluginOption:
     if not isinstance(arguments, Mapping):
         raise ConfError(f"arguments of plugin {name!r} must be a mapping")
     prefix = _ARGUMENT_PREFIXES.get(name)
-    for key in arguments:
+    for key, value in arguments.items():
         if key not in PLUGIN_ARGUMENTS[name] and not (prefix and str(key).startswith(prefix)):
             raise ConfError(f"unknown argument {key!r} for plugin {name!r}")
+        _check_value(name, str(key), value)
     return PluginOption(name=name, switches=switches, arguments=dict(arguments))
+
+
+def _check_value(plugin: str, key: str, value: object) -> None:
+    """Reject at load time a value the cycle could not use, rather than fail mid-cycle."""
+    if key == "sla-waiting-time":
+        if parse_duration(value) is None:
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} must be a duration such as 5m")
+    elif key == "binpack.resources" or key.startswith("predicate."):
+        return
+    elif isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}")
+    else:
+        try:
+            float(value)
+        except ValueError as err:
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}") from err
 
 
 def _reject_hierarchy_conflict(tiers: tuple[Tier, ...]) -> None:
@@ -254,6 +273,23 @@ def _parse_configurations(raw: object) -> Mapping[str, Mapping[str, Any]]:
                 raise ConfError(f"unknown argument {key!r} for action {entry['name']!r}")
         result[entry["name"]] = dict(arguments)
     return result
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_duration(raw: object) -> timedelta | None:
+    """A Go duration ("1h30m", "45s") as Volcano's sla-waiting-time is written; bare numbers are
+    seconds. Anything else means no SLA (Volcano ignores an unparsable value too)."""
+    if isinstance(raw, int | float):
+        return timedelta(seconds=raw) if raw > 0 else None
+    text = str(raw).strip()
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    unit = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    seconds = sum(float(n) * unit[u] for n, u in parts)
+    return timedelta(seconds=seconds) if seconds > 0 else None
 
 
 DEFAULT_CONF_TEXT = """

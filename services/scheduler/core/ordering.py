@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from services.scheduler.core.config import SchedulerConf
+from services.scheduler.core.config import SchedulerConf, parse_duration
 from services.scheduler.core.fairness import fair_dims, queue_share
 from services.scheduler.core.snapshot import TaskInfo
 from services.scheduler.core.state import CycleState, GangView, QueueView
@@ -35,23 +35,6 @@ def sla_waiting(gang: GangView, conf: SchedulerConf) -> timedelta | None:
     option = conf.plugin("sla")
     raw = option.arguments.get("sla-waiting-time") if option else None
     return parse_duration(raw) if raw is not None else None
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-
-
-def parse_duration(raw: object) -> timedelta | None:
-    """A Go duration ("1h30m", "45s") as Volcano's sla-waiting-time is written; bare numbers are
-    seconds. Anything else means no SLA (Volcano ignores an unparsable value too)."""
-    if isinstance(raw, int | float):
-        return timedelta(seconds=raw) if raw > 0 else None
-    text = str(raw).strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    unit = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    seconds = sum(float(n) * unit[u] for n, u in parts)
-    return timedelta(seconds=seconds) if seconds > 0 else None
 
 
 def job_key(gang: GangView, state: CycleState, conf: SchedulerConf, total: list[int]) -> tuple[object, ...]:

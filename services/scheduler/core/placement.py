@@ -112,7 +112,7 @@ class Placer:
         return None
 
     def _any_releasing(self) -> bool:
-        return any(any(vector) for vector in self._state.releasing)
+        return self._state.releasing_tasks > 0
 
     def _shape(self, task: TaskView) -> Shape:
         key = (self._key(task), task.request)
@@ -185,9 +185,7 @@ class Placer:
         if not (self._options.enabled and self._options.pod_affinity):
             return None
         state = self._state
-        if not has_pod_affinity(task.info) and not any(
-            anti_affinity_terms(t.info.affinity) for on in state.tasks_on_node for t in on.values()
-        ):
+        if not has_pod_affinity(task.info) and state.anti_affinity_pods == 0:
             return None
         pods: list[PlacedPod] = []
         for node, placed in enumerate(state.tasks_on_node):

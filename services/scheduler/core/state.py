@@ -143,6 +143,7 @@ class CycleState:
         self.gangs: list[GangView] = []
         self.commits = 0
         self.anti_affinity_pods = 0  # placed pods whose anti-affinity later pods must respect
+        self.releasing_tasks = 0  # pods being evicted: their room can be pipelined onto
         self._undo: list[Callable[[], None]] | None = None
 
     # --- trials -----------------------------------------------------------------------------
@@ -178,6 +179,7 @@ class CycleState:
         add_into(self.idle[node], task.request, -1)
         if task.status == RELEASING:
             add_into(self.releasing[node], task.request)
+            self.releasing_tasks += 1
         self.tasks_on_node[node][task.info.uid] = task
         self.anti_affinity_pods += task.has_anti_affinity
 
@@ -227,12 +229,14 @@ class CycleState:
         previous, node = task.status, task.node
         task.status = RELEASING
         add_into(self.releasing[node], task.request)
+        self.releasing_tasks += 1
         task.gang.count(task.info.task_role, previous, -1)
         self._charge_queue(task, -1)
 
         def undo() -> None:
             task.status = previous
             add_into(self.releasing[node], task.request, -1)
+            self.releasing_tasks -= 1
             task.gang.count(task.info.task_role, previous, 1)
             self._charge_queue(task, 1)
 

@@ -111,12 +111,19 @@ def test_bad_conf_is_rejected_with_a_message_naming_the_culprit(text: str, named
         parse_conf(text)
 
 
-def test_non_numeric_argument_is_reported_when_read() -> None:
-    conf = parse_conf(
-        'actions: "allocate"\ntiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: lots}}]}]'
-    )
-    with pytest.raises(ConfError, match="overcommit-factor"):
-        conf.argument("overcommit", "overcommit-factor", 1.2)
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ("{name: overcommit, arguments: {overcommit-factor: lots}}", "overcommit-factor"),
+        ("{name: nodeorder, arguments: {binpack.weight: 1}}", "binpack.weight"),
+        ("{name: sla, arguments: {sla-waiting-time: soon}}", "must be a duration"),
+        ("{name: binpack, arguments: {binpack.cpu: [1]}}", "binpack.cpu"),
+    ],
+    ids=["not-a-number", "argument-of-another-plugin", "bad-duration", "list-value"],
+)
+def test_unusable_argument_values_are_refused_at_load(arguments: str, named: str) -> None:
+    with pytest.raises(ConfError, match=named):
+        parse_conf(f'actions: "allocate"\ntiers: [{{plugins: [{arguments}]}}]')
 
 
 def test_reload_keeps_previous_conf_when_new_text_is_bad() -> None:

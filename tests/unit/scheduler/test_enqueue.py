@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from services.scheduler.core import GangInfo, parse_conf
-from services.scheduler.core.ordering import parse_duration
+from services.scheduler.core.config import parse_duration
 from tests.unit.scheduler.builders import (
     bound_gangs,
     conf_with,
