@@ -72,7 +72,8 @@ class ApiApp:
         params = dict(parse_qsl(scope["query_string"].decode(), keep_blank_values=True))
         try:
             if method == "GET" and params.get("watch") in ("true", "1"):
-                await self._watch(path, params, receive, send)
+                accept = next((v.decode() for k, v in scope["headers"] if k.lower() == b"accept"), "")
+                await self._watch(path, params, accept, receive, send)
                 return
             body = await _read_body(receive) if method in _WRITES else b""
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
@@ -107,14 +108,25 @@ class ApiApp:
         version = answer["metadata"].get("resourceVersion", "")
         return tables.table(kind, objects, version, utc_now(), answer["metadata"].get("continue"))
 
-    async def _watch(self, path: str, params: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _watch(
+        self, path: str, params: dict[str, str], accept: str, receive: Receive, send: Send
+    ) -> None:
         target = resolve(path.strip("/").split("/"))
         if target is None or target.name:
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        render = None
+        if tables.wants_table(accept):
+            kind = target.kind
+
+            def render(obj: dict[str, Any]) -> Any:
+                version = obj["metadata"].get("resourceVersion", "")
+                return tables.table(kind, [obj], version, utc_now())
+
         watch_filter = WatchFilter(
             target.namespace,
             parse_label_selector(params.get("labelSelector")),
             parse_field_selector(params.get("fieldSelector")),
+            render,
         )
         await serve_watch(
             self.cluster.store,

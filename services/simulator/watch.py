@@ -35,9 +35,19 @@ def _line(type_: str, obj: Mapping[str, Any]) -> bytes:
 class WatchFilter:
     """Which events one watcher sees, and as what type."""
 
-    def __init__(self, namespace: str | None, labels: Selector, fields: Selector) -> None:
+    def __init__(
+        self,
+        namespace: str | None,
+        labels: Selector,
+        fields: Selector,
+        render: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
         self._namespace, self._labels, self._fields = namespace, labels, fields
-        self._everything = namespace is None and labels.empty and fields.empty
+        self._render = render  # kubectl's `get -w` wants each object as a one-row Table
+        self._everything = namespace is None and labels.empty and fields.empty and render is None
+
+    def encode(self, type_: str, obj: dict[str, Any]) -> bytes:
+        return _line(type_, self._render(obj) if self._render else obj)
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         metadata = obj["metadata"]
@@ -51,15 +61,15 @@ class WatchFilter:
         if self._everything:
             return event.line()
         now = self.matches(event.object)
-        if event.type != "MODIFIED" or event.old is None:
-            return event.line() if now else None
-        before = self.matches(event.old)
-        if now and before:
-            return event.line()
+        before = event.type == "MODIFIED" and event.old is not None and self.matches(event.old)
+        if event.type != "MODIFIED" or event.old is None or (now and before):
+            if not now:
+                return None
+            return event.line() if self._render is None else self.encode(event.type, event.object)
         if now:
-            return _line("ADDED", event.object)
+            return self.encode("ADDED", event.object)
         if before:
-            return _line("DELETED", event.object)
+            return self.encode("DELETED", event.object)
         return None
 
 
@@ -87,7 +97,11 @@ async def serve_watch(
         streaming_list = params.get("sendInitialEvents") == "true"
         try:
             if start == "0" or streaming_list:
-                replay = [_line("ADDED", obj) for obj in store.iterate(kind) if watch_filter.matches(obj)]
+                replay = [
+                    watch_filter.encode("ADDED", obj)
+                    for obj in store.iterate(kind)
+                    if watch_filter.matches(obj)
+                ]
                 if streaming_list:
                     replay.append(_bookmark(kind, store, initial_events_end=True))
             else:
