@@ -52,8 +52,8 @@ def job_key(gang: GangView, state: CycleState, conf: SchedulerConf, total: list[
             elif option.name == "sla":
                 waiting = sla_waiting(gang, conf)
                 deadline = gang.info.created + waiting if waiting is not None else None
-                key.append((0, _seconds(deadline)) if deadline else (1, 0.0))
-    key.extend((_seconds(gang.info.created), gang.info.uid))
+                key.append((0, seconds_of(deadline)) if deadline else (1, 0.0))
+    key.extend((seconds_of(gang.info.created), gang.info.uid))
     return tuple(key)
 
 
@@ -63,7 +63,7 @@ def queue_key(queue: QueueView, conf: SchedulerConf, state: CycleState) -> tuple
     return (queue.name,)
 
 
-def _seconds(moment: datetime) -> float:
+def seconds_of(moment: datetime) -> float:
     if moment.tzinfo is not None:
         return moment.timestamp()
-    return (moment - _EPOCH).total_seconds()
+    return (moment - _EPOCH).totalseconds_of()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from services.scheduler.core.context import CycleContext
 from services.scheduler.core.fairness import fair_dims, overused, queue_blocker
-from services.scheduler.core.ordering import job_key, queue_key
+from services.scheduler.core.ordering import job_key, queue_key, seconds_of
 from services.scheduler.core.plan import PREEMPT, RECLAIM, Eviction
 from services.scheduler.core.snapshot import ALLOCATED, BOUND, PENDING, PIPELINED, RUNNING
 from services.scheduler.core.state import GangView, TaskView
@@ -227,7 +227,7 @@ def _victim_order(ctx: CycleContext, victim: TaskView) -> tuple[object, ...]:
     gang = victim.gang
     return (
         gang.info.priority,
-        -gang.info.created.timestamp() if gang.info.created.tzinfo else 0.0,
+        -seconds_of(gang.info.created),  # the younger gang first: reverse job order
         gang.uid,
         tuple(-x if isinstance(x, int) else x for x in victim.order[:2]),
         victim.info.name,
