@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from phalanx.scenario.matchers import check_matcher, parse_path
+from phalanx.scenario.objects import check_selector
 
 DEFAULT_WITHIN = 30.0
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -27,6 +28,8 @@ def parse_duration(value: Any) -> float:
         seconds = float(value)
     elif isinstance(value, str) and value.strip():
         text = value.strip()
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            text += "s"
         parts = _DURATION.findall(text)
         if "".join(n + u for n, u in parts) != text:
             raise ValueError(
@@ -42,6 +45,14 @@ def parse_duration(value: Any) -> float:
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 Matchable = Annotated[Any, AfterValidator(check_matcher)]
+
+
+def _selector(value: str) -> str:
+    check_selector(value)
+    return value
+
+
+Selector = Annotated[str, AfterValidator(_selector)]
 
 
 def _check_ref(value: Any) -> str:
@@ -81,7 +92,7 @@ class Counted(Checked):
 
     namespace: str | None = None
     name: str | None = None
-    selector: str | None = None
+    selector: Selector | None = None
     count: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")
@@ -152,7 +163,7 @@ class EvictedExpectation(Strict):
     job: str | None = None
     task: str | None = None
     name: str | None = None
-    selector: str | None = None
+    selector: Selector | None = None
     count: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")

@@ -102,7 +102,10 @@ def match_job(entry: JobExpectation, job: Obj | None) -> Mismatches:
         expected = getattr(entry, attribute)
         if expected is not None:
             found += _expect(key, expected, _count(status, key))
-    return found + match_fields(entry.fields, job)
+    found += match_fields(entry.fields, job)
+    if found:  # the counters say at a glance how far the job got
+        found[-1] += f" ({job_summary(job)})"
+    return found
 
 
 def _condition_holds(wanted: ConditionExpectation | None, message: Any, condition: Obj) -> bool:

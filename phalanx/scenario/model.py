@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from phalanx.scenario.expectations import Expectation, Seconds
+from phalanx.scenario.expectations import Expectation, Seconds, Selector
 from shared.domain.quantity import QuantityError, parse_quantity
 
 __all__ = [
@@ -184,7 +184,7 @@ class PodsStep(Strict):
     namespace: str = "default"
     job: str | None = None
     task: str | None = None
-    selector: str | None = None
+    selector: Selector | None = None
     action: Literal["succeed", "fail", "evict", "delete"]
     exit_code: int | None = Field(None, alias="exitCode")
 

@@ -105,10 +105,10 @@ def decoded(obj: Obj) -> dict[str, Any]:
     """The object as a scenario compares it: a Secret's data decoded, as stringData holds it."""
     plain = dict(obj)
     if obj.get("kind") == "Secret":
-        data = obj.get("data") if isinstance(obj.get("data"), Mapping) else {}
+        data, strings = obj.get("data"), obj.get("stringData")
+        decoded_data = {k: _decode(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
         # An apiserver folds stringData into data on write; a simulator may keep it apart.
-        strings = obj.get("stringData") if isinstance(obj.get("stringData"), Mapping) else {}
-        plain["data"] = {**{k: _decode(v) for k, v in data.items()}, **strings}
+        plain["data"] = {**decoded_data, **(strings if isinstance(strings, Mapping) else {})}
     return plain
 
 

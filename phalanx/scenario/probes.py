@@ -155,14 +155,7 @@ class ProbeBuilder:
         return lambda: judges.match_evicted(entry, self._observer.evicted_pods())
 
     def _job(self, entry: JobExpectation) -> Callable[[], Mismatches]:
-        def check() -> Mismatches:
-            job = self._kube.get("Job", entry.namespace, entry.name)
-            found = judges.match_job(entry, job)
-            if found and job is not None:
-                found[-1] += f" ({judges.job_summary(job)})"
-            return found
-
-        return check
+        return lambda: judges.match_job(entry, self._kube.get("Job", entry.namespace, entry.name))
 
     def _podgroup_name(self, entry: PodGroupExpectation) -> str | None:
         if entry.name is not None:

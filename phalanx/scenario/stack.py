@@ -93,10 +93,8 @@ class ExternalStack:
     ) -> None:
         self.kubeconfig = kubeconfig or state_dir / "kubeconfig"
         if not self.kubeconfig.exists():
-            raise StackError(
-                f"no kubeconfig at {self.kubeconfig}: "
-                "start the stack with `phalanx up` or pass --kubeconfig"
-            )
+            hint = "start the stack with `phalanx up` or pass --kubeconfig"
+            raise StackError(f"no kubeconfig at {self.kubeconfig}: {hint}")
         self.simulator_url = simulator_url or simulator_url_of(self.kubeconfig)
         self._settle_timeout, self._sleep = settle_timeout, sleep
 
