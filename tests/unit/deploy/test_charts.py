@@ -71,7 +71,6 @@ EVERYTHING_ON: dict[str, dict[str, Any]] = {
 }
 EVERYTHING_ON["phalanx-scheduler"]["schedulerConfig"] = {"create": True}
 EVERYTHING_ON["phalanx-admission"]["tls"] = {"existingSecret": "phalanx-admission-tls"}
-EVERYTHING_ON["phalanx-admission"]["webhook"] = {"configurationName": "volcano-admission"}
 EVERYTHING_ON["phalanx-crds"] = {"keep": False, "labels": {"team": "batch"}}
 
 NO_VALUES: dict[str, Any] = {}
@@ -273,9 +272,12 @@ def test_scheduler_configuration_is_volcanos_configmap_when_asked() -> None:
     assert [p["name"] for p in conf["tiers"][0]["plugins"]] == ["priority", "gang", "conformance"]
 
 
-def test_watcher_passes_its_scheduler_names_as_json() -> None:
-    env = env_of(render("phalanx-watcher", {"schedulerNames": ["volcano", "phalanx"]}))
-    assert yaml.safe_load(env["WATCHER_SCHEDULER_NAMES"]["value"]) == ["volcano", "phalanx"]
+@pytest.mark.parametrize("chart", ["phalanx-watcher", "phalanx-controller", "phalanx-scheduler"])
+def test_scheduler_names_default_to_volcano_and_pass_as_json(chart: str) -> None:
+    variable = chart.removeprefix("phalanx-").upper() + "_SCHEDULER_NAMES"
+    assert yaml.safe_load(env_of(render(chart))[variable]["value"]) == ["volcano"]
+    env = env_of(render(chart, {"schedulerNames": ["volcano", "phalanx"]}))
+    assert yaml.safe_load(env[variable]["value"]) == ["volcano", "phalanx"]
 
 
 def test_admission_service_serves_the_webhook_on_443() -> None:
@@ -287,13 +289,16 @@ def test_admission_service_serves_the_webhook_on_443() -> None:
     assert ports[https["targetPort"]] == 8443
     env = env_of(objects)
     assert env["ADMISSION_PORT"]["value"] == "8443"
-    assert env["ADMISSION_WEBHOOK__SERVICE_NAME"]["value"] == service["metadata"]["name"]
-    assert env["ADMISSION_WEBHOOK__SERVICE_NAMESPACE"]["value"] == NAMESPACE
+    assert env["ADMISSION_SERVICE_NAME"]["value"] == service["metadata"]["name"]
+    assert env["ADMISSION_SERVICE_NAMESPACE"]["value"] == NAMESPACE
 
 
 def test_admission_generates_its_certificate_unless_given_a_secret() -> None:
     generated = render("phalanx-admission")
-    assert not [name for name in env_of(generated) if name.startswith("ADMISSION_TLS__")]
+    supplied_files = ("ADMISSION_CERT_FILE", "ADMISSION_KEY_FILE", "ADMISSION_CA_FILE")
+    assert not [name for name in env_of(generated) if name in supplied_files]
+    # Generated certificates are written, so they must land on the writable /tmp emptyDir.
+    assert env_of(generated)["ADMISSION_CERT_DIR"]["value"].startswith("/tmp/")
     assert [
         v["name"] for v in only(generated, "Deployment")["spec"]["template"]["spec"]["volumes"]
     ] == ["tmp"]
@@ -306,7 +311,7 @@ def test_admission_generates_its_certificate_unless_given_a_secret() -> None:
     assert tls["secret"]["secretName"] == "admission-certs"
     assert mount["readOnly"] is True
     for key, file in (("CERT_FILE", "tls.crt"), ("KEY_FILE", "tls.key"), ("CA_FILE", "ca.crt")):
-        assert env[f"ADMISSION_TLS__{key}"]["value"] == f"{mount['mountPath']}/{file}"
+        assert env[f"ADMISSION_{key}"]["value"] == f"{mount['mountPath']}/{file}"
 
 
 def test_admission_refuses_replicas_that_would_fight_over_their_certificates() -> None:

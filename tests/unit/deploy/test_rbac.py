@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from services.admission import registration
 from tests.unit.deploy.rendering import (
     NAMESPACE,
     RBAC_KINDS,
     SERVICE_CHARTS,
-    env_of,
     of_kind,
     only,
     render,
@@ -124,16 +124,21 @@ def test_watcher_reads_configmaps_only_where_the_scheduler_config_lives() -> Non
     assert configmaps == {"batch-system"}
 
 
-def test_admission_updates_only_its_own_webhook_configurations() -> None:
-    values = {"webhook": {"configurationName": "volcano-admission"}}
-    objects = render("phalanx-admission", values)
+def test_admission_updates_only_the_webhook_configurations_the_service_registers() -> None:
+    registered = {
+        config["metadata"]["name"]
+        for config in registration.configurations(
+            ca_pem=b"ca", base_url=None, service=("phalanx-admission", NAMESPACE, 443), timeout=10
+        )
+    }
     scoped = {
         names
-        for (_, group, _, verb, names) in grants(objects)
+        for (_, group, _, verb, names) in grants(
+            render("phalanx-admission", {"fullnameOverride": "x"})
+        )
         if group == "admissionregistration.k8s.io" and verb != "create"
     }
-    assert scoped == {("volcano-admission",)}
-    assert env_of(objects)["ADMISSION_WEBHOOK__CONFIGURATION_NAME"]["value"] == "volcano-admission"
+    assert scoped == {tuple(sorted(registered))}
 
 
 @pytest.mark.parametrize("chart", SERVICE_CHARTS)
