@@ -69,7 +69,8 @@ CONTROLLER = (
         "podgroups/status queues/status",
         ("get", "update", "patch"),
     )
-    | expand(CLUSTER, "scheduling.volcano.sh", "queues", ("get", "list"))
+    | expand(CLUSTER, "scheduling.volcano.sh", "queues", ("get", "list", "create"))
+    | expand(CLUSTER, "scheduling.k8s.io", "priorityclasses", ("get", "list"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs", ("get", "list"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs/status", ("get", "update", "patch"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs/finalizers", ("update",))
