@@ -38,6 +38,7 @@ class Observer:
         self._threads: list[threading.Thread] = []
         self._live_pods: dict[str, Obj] = {}  # by uid
         self._seen_pods: dict[str, Obj] = {}  # by uid, last state, deleted ones too
+        self._latest_uids: dict[tuple[str, str], str] = {}  # by (namespace, name), gone or not
         self._evicted: dict[str, Obj] = {}  # by uid
         self._evicted_unseen: set[str] = set()  # uids an Event named before the pod was seen
         self._jobs: dict[tuple[str, str], Obj] = {}
@@ -57,9 +58,10 @@ class Observer:
             self._synced[kind].wait(sync_timeout)
 
     def stop(self) -> None:
+        """Stop recording now; each watch thread ends by itself within its watch timeout."""
         self._stopped.set()
-        for thread in self._threads:
-            thread.join(_WATCH_SECONDS + 2)
+        with self._lock:  # a late event can no longer change what the scenario saw
+            self._jobs, self._live_pods = {}, {}
 
     def _follow(self, kind: str) -> None:
         while not self._stopped.is_set():
@@ -71,11 +73,11 @@ class Observer:
                 while not self._stopped.is_set():
                     for event_type, obj in self._kube.watch(kind, version, _WATCH_SECONDS):
                         version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                        if self._stopped.is_set():
+                            return
                         if event_type in ("ADDED", "MODIFIED", "DELETED"):
                             with self._lock:
                                 self._changed(kind, event_type, obj)
-                        if self._stopped.is_set():
-                            return
             except KubeError as error:
                 if error.status == 404 and not self._synced[kind].is_set():
                     self._synced[kind].set()  # a cluster without this kind: nothing to observe
@@ -116,6 +118,8 @@ class Observer:
     def _pod_changed(self, event_type: str, pod: Obj) -> None:
         uid = uid_of(pod)
         self._seen_pods[uid] = pod
+        if event_type != "DELETED":
+            self._latest_uids[key_of(pod)] = uid
         if shows_eviction(pod) or uid in self._evicted_unseen:
             self._evicted[uid] = pod
         if event_type == "DELETED":
@@ -143,6 +147,11 @@ class Observer:
     def evicted_pods(self) -> list[Obj]:
         with self._lock:
             return [self._seen_pods.get(uid, pod) for uid, pod in self._evicted.items()]
+
+    def pod_uids(self) -> dict[tuple[str, str], str]:
+        """The uid each pod name last had, including pods deleted since (for `recreated`)."""
+        with self._lock:
+            return dict(self._latest_uids)
 
     def job_started_at(self, namespace: str, name: str) -> float | None:
         with self._lock:

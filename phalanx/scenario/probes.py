@@ -114,7 +114,7 @@ class ProbeBuilder:
             probes.append(Probe(label, self._started_before(first, second)))
         for i, evicted in enumerate(expect.evicted):
             label = _label("evicted", i, evicted.namespace, evicted)
-            for key in ("job", "name", "selector", "count"):
+            for key in ("job", "name", "selector"):
                 if getattr(evicted, key) is not None:
                     label += f" {key}={getattr(evicted, key)}"
             probes.append(Probe(label, self._evicted(evicted)))

@@ -17,7 +17,6 @@ from phalanx.scenario.expectations import Expectation
 from phalanx.scenario.kube import Kube, KubeError
 from phalanx.scenario.loading import ScenarioError, load_scenario
 from phalanx.scenario.model import Scenario, Step
-from phalanx.scenario.objects import key_of, uid_of
 from phalanx.scenario.observer import Observer
 from phalanx.scenario.probes import History, Probe, ProbeBuilder
 from phalanx.scenario.report import Report, Result, ScenarioReport
@@ -145,7 +144,7 @@ def _run_steps(
         if step.expect is not None:
             for result in evaluate(probes.build(step.expect), step.expect, clock, sleep):
                 record(result)
-            history.previous_uids = _pod_uids(kube, history.previous_uids)
+            history.previous_uids = observer.pod_uids()
             history.last_write = history.refusal = None
             continue
         try:
@@ -157,13 +156,6 @@ def _run_steps(
         if refusal is not None and not _next_is_denied(steps, index):
             record(Result(label, False, f"refused: {refusal} (the scenario stops here)"))
             return
-
-
-def _pod_uids(kube: Kube, previous: dict[tuple[str, str], str]) -> dict[tuple[str, str], str]:
-    try:
-        return {key_of(pod): uid_of(pod) for pod in kube.list_objects("Pod")}
-    except KubeError:
-        return previous
 
 
 def evaluate(
