@@ -103,7 +103,9 @@ def queues(draw: st.DrawFn) -> tuple[QueueInfo, ...]:
 
 
 @st.composite
-def gangs(draw: st.DrawFn, queue_names: list[str], prefix: str) -> tuple[GangInfo, ...]:
+def gangs(
+    draw: st.DrawFn, queue_names: list[str], prefix: str, unknown_queue: bool = True
+) -> tuple[GangInfo, ...]:
     result = []
     for g in range(draw(st.integers(0, 6))):
         uid = f"{prefix}{g}"
@@ -142,7 +144,7 @@ def gangs(draw: st.DrawFn, queue_names: list[str], prefix: str) -> tuple[GangInf
                 uid=uid,
                 namespace="default",
                 name=f"job-{uid}",
-                queue=draw(st.sampled_from([*queue_names, "missing"])),
+                queue=draw(st.sampled_from([*queue_names, "missing"][: len(queue_names) + unknown_queue])),
                 min_member=draw(st.integers(1, size)),
                 min_task_member=min_task_member,
                 min_resources=min_resources,
@@ -155,13 +157,22 @@ def gangs(draw: st.DrawFn, queue_names: list[str], prefix: str) -> tuple[GangInf
     return tuple(result)
 
 
+EVICTING_CONFS = [FULL_CONF, CONFS[2], CONFS[4]]
+
+
 @st.composite
-def snapshots(draw: st.DrawFn) -> tuple[Snapshot, SchedulerConf]:
-    """A consistent snapshot: earlier work placed by the core itself, then new gangs arriving."""
-    conf = draw(st.sampled_from(CONFS))
+def snapshots(draw: st.DrawFn, contested: bool = False) -> tuple[Snapshot, SchedulerConf]:
+    """A consistent snapshot: earlier work placed by the core itself, then new gangs arriving.
+
+    `contested`: the newcomers are admitted, outrank the earlier work and the configuration
+    preempts and reclaims, so that evictions are common rather than rare.
+    """
+    conf = draw(st.sampled_from(EVICTING_CONFS if contested else CONFS))
     cluster_nodes, cluster_queues = draw(nodes()), draw(queues())
+    if contested:
+        cluster_queues = tuple(replace(q, state="Open") for q in cluster_queues)
     names = [q.name for q in cluster_queues]
-    earlier = Snapshot(cluster_nodes, cluster_queues, draw(gangs(names, "a")), NOW)
+    earlier = Snapshot(cluster_nodes, cluster_queues, draw(gangs(names, "a", not contested)), NOW)
     first = plan_cycle(earlier, conf)
     placed = {b.task_uid: b.node for g in first.binds for b in g.binds}
     admitted = set(first.enqueued)
@@ -174,7 +185,9 @@ def snapshots(draw: st.DrawFn) -> tuple[Snapshot, SchedulerConf]:
         phase = "Running" if any(t.uid in placed for t in gang.tasks) else gang.phase
         phase = "Inqueue" if gang.uid in admitted and phase == "Pending" else phase
         settled.append(replace(gang, tasks=tasks, phase=phase))
-    later = draw(gangs(names, "b"))
+    later = draw(gangs(names, "b", not contested))
+    if contested:
+        later = tuple(replace(g, priority=g.priority + 5, phase="Inqueue") for g in later)
     return Snapshot(cluster_nodes, cluster_queues, (*settled, *later), NOW), conf
 
 
@@ -290,6 +303,17 @@ def test_invariants_hold_for_random_clusters(case: tuple[Snapshot, SchedulerConf
     check_invariants(snapshot, plan)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(contested=True))
+def test_invariants_hold_when_newcomers_contest_the_cluster(
+    case: tuple[Snapshot, SchedulerConf],
+) -> None:
+    snapshot, conf = case
+    plan = plan_cycle(snapshot, conf)
+    check_invariants(snapshot, plan)
+    assert plan_cycle(_reordered(snapshot), conf) == plan
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots())
 def test_same_input_same_plan_whatever_the_input_order(
@@ -301,8 +325,8 @@ def test_same_input_same_plan_whatever_the_input_order(
     assert plan_cycle(_reordered(snapshot), conf) == plan
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(snapshots())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans().flatmap(lambda contested: snapshots(contested=contested)))
 def test_invariants_hold_on_the_cycle_after_decisions_are_applied(
     case: tuple[Snapshot, SchedulerConf],
 ) -> None:
