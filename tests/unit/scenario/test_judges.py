@@ -80,7 +80,15 @@ PODGROUP = {
                 "(running=0 pending=3 succeeded=0 failed=0 retryCount=0)"
             ],
         ),
-        ({"name": "j1", "phase": "Pending", "running": 0, "pending": 0}, job(None), []),
+        ({"name": "j1", "running": 0, "pending": 0}, job(None), []),
+        (
+            {"name": "j1", "phase": "Pending"},
+            job(None),
+            [
+                "expected phase Pending, observed (absent) "
+                "(running=0 pending=0 succeeded=0 failed=0 retryCount=0)"
+            ],
+        ),
         ({"name": "j1", "retryCount": 1}, job(retryCount=1), []),
         ({"name": "j1", "phase": ["Completing", "Completed"]}, job("Completed"), []),
         (
@@ -95,7 +103,8 @@ PODGROUP = {
     ids=[
         "holds",
         "wrong-phase-with-counts",
-        "no-status-is-pending-and-zero",
+        "absent-counters-are-zero",
+        "no-phase-is-not-pending",
         "retry-count",
         "phase-any-of",
         "fields",
