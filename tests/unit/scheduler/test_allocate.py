@@ -238,3 +238,24 @@ def test_binpack_prefers_the_fuller_node() -> None:
         [node("n1"), node("n2")], [half_full, gang("new", 1)], conf=conf_with("predicates", "binpack")
     )
     assert placed(result) == {"new-worker-0": "n2"}
+
+
+def test_higher_priority_tasks_of_a_gang_are_placed_first() -> None:
+    tasks = [
+        task("job-worker-0", request("2"), priority=1),
+        task("job-worker-1", request("2"), priority=5),
+    ]
+    result = plan([node("n1", cpu="2")], [gang("job", tasks=tasks, min_member=1)], conf=NODES_ONLY)
+    assert placed(result) == {"job-worker-1": "n1"}
+
+
+def test_higher_priority_queue_is_served_first() -> None:
+    # capacity orders queues by priority too, without proportion's deserved cap on each queue
+    conf = conf_with("predicates", "capacity")
+    queues = [queue("a"), queue("b", priority=10)]
+    gangs = [
+        gang("in-a", 1, request("2"), queue="a", age=100),
+        gang("in-b", 1, request("2"), queue="b"),
+    ]
+    result = plan([node("n1", cpu="2")], gangs, queues, conf=conf)
+    assert bound_gangs(result) == ["in-b"]
