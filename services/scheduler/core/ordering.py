@@ -66,4 +66,4 @@ def queue_key(queue: QueueView, conf: SchedulerConf, state: CycleState) -> tuple
 def seconds_of(moment: datetime) -> float:
     if moment.tzinfo is not None:
         return moment.timestamp()
-    return (moment - _EPOCH).totalseconds_of()
+    return (moment - _EPOCH).total_seconds()

@@ -99,7 +99,7 @@ def gang(
         name=name,
         queue=queue,
         min_member=size if min_member is None else min_member,
-        created=NOW - timedelta(seconds=age),
+        created=fields.pop("created", NOW - timedelta(seconds=age)),
         phase=phase,
         tasks=members,
         **fields,

@@ -259,3 +259,12 @@ def test_higher_priority_queue_is_served_first() -> None:
     ]
     result = plan([node("n1", cpu="2")], gangs, queues, conf=conf)
     assert bound_gangs(result) == ["in-b"]
+
+
+def test_naive_and_aware_creation_times_order_alike() -> None:
+    from datetime import datetime
+
+    older = gang("older", 2, created=datetime(2026, 1, 1, 11, 0))
+    newer = gang("newer", 2, created=datetime(2026, 1, 1, 11, 30))
+    result = plan([node("n1", cpu="2")], [newer, older], conf=NODES_ONLY)
+    assert bound_gangs(result) == ["older"]
