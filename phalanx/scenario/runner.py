@@ -2,9 +2,9 @@
 
 For each file: parse it, reset the stack to the scenario's cluster, start the observer, then
 carry out the steps in order. An `expect` step polls its probes every 0.2 s, until each has held
-once (`within`, default 30 s) or for as long as all must hold (`stays`), and prints one line per
-expectation. A step that cannot be carried out, or a refused write with no `denied` after it,
-fails the scenario there. The closing line is `N passed, M failed`.
+once (`within`, default 30 s) or, once all hold, for as long as all must hold (`stays`), and
+prints one line per expectation. A step that cannot be carried out, or a refused write with
+no `denied` after it, fails the scenario there. The closing line is `N passed, M failed`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from phalanx.scenario.stack import Stack, StackError
 from phalanx.scenario.steps import StepError, Steps
 
 POLL_INTERVAL = 0.2
+# How long a `stays` waits for its conditions to hold at all before timing how long they hold.
+STAYS_SETTLE = 5.0
 Emit = Callable[[str], None]
 
 
@@ -158,6 +160,29 @@ def _run_steps(
             return
 
 
+def _settle(
+    probes: list[Probe], clock: Callable[[], float], sleep: Callable[[float], None]
+) -> dict[int, Result]:
+    """Before a `stays`: wait until every condition holds at once (what an apply just set in
+    motion, such as a first status, takes a moment); those that never do have failed."""
+    deadline = clock() + STAYS_SETTLE
+    while True:
+        found = {i: _check(probe) for i, probe in enumerate(probes)}
+        if not any(found.values()):
+            return {}
+        if clock() >= deadline:
+            return {
+                i: Result(
+                    probes[i].label,
+                    False,
+                    f"{'; '.join(mismatches)} (never held within {STAYS_SETTLE:g}s)",
+                )
+                for i, mismatches in found.items()
+                if mismatches
+            }
+        sleep(POLL_INTERVAL)
+
+
 def evaluate(
     probes: list[Probe],
     expect: Expectation,
@@ -166,13 +191,13 @@ def evaluate(
 ) -> list[Result]:
     """Poll every probe until each held once (within) or as long as all must hold (stays)."""
     throughout, seconds = expect.holds_throughout, expect.seconds
-    began = clock()
-    deadline = began + seconds
     if not probes:
         if throughout:
             sleep(seconds)
         return []
-    decided: dict[int, Result] = {}
+    decided = _settle(probes, clock, sleep) if throughout else {}
+    began = clock()
+    deadline = began + seconds
     last: dict[int, list[str]] = {}
     while True:
         for i, probe in enumerate(probes):

@@ -65,16 +65,31 @@ def test_stays_fails_at_the_first_violation() -> None:
     probes = [probe_failing_from("a", time, 1.0), probe_failing_from("b", time, 99.0)]
     results = evaluate(probes, Expectation(stays=3), time.clock, time.sleep)
     assert results[0].passed is False
-    assert results[0].detail.startswith("broke (after 1.0s of 3s)")
+    assert results[0].detail == "broke (after 1.0s of 3s)"
     assert results[1] == Result("b", True)
     assert time.now == pytest.approx(3.0)  # the others were watched to the end
+
+
+def test_stays_starts_once_every_condition_holds() -> None:
+    time = FakeTime()
+    probes = [probe_failing_until("a", time, 0.5), probe_failing_until("b", time, 1.0)]
+    results = evaluate(probes, Expectation(stays=3), time.clock, time.sleep)
+    assert results == [Result("a", True), Result("b", True)]
+    assert time.now == pytest.approx(4.0)  # 1s to settle, then 3s held
+
+
+def test_stays_fails_what_never_comes_to_hold() -> None:
+    time = FakeTime()
+    probes = [probe_failing_until("a", time, None), probe_failing_until("b", time, 0.0)]
+    results = evaluate(probes, Expectation(stays=2), time.clock, time.sleep)
+    assert results == [Result("a", False, "not yet a (never held within 5s)"), Result("b", True)]
 
 
 def test_stays_polls_about_five_times_a_second() -> None:
     time, calls = FakeTime(), []
     probe = Probe("a", lambda: calls.append(time.now) or [])
     evaluate([probe], Expectation(stays=2), time.clock, time.sleep)
-    assert 10 <= len(calls) <= 12
+    assert 11 <= len(calls) <= 13  # one settling check, then every 0.2s for 2s
     assert calls[-1] == pytest.approx(2.0)
 
 
