@@ -224,3 +224,15 @@ def test_events_can_be_selected_by_involved_object(core: client.CoreV1Api) -> No
         "default", field_selector="involvedObject.name=p,involvedObject.kind=Pod"
     )
     assert [e.reason for e in found.items] == ["Scheduled"]
+
+
+def test_writes_behind_a_rate_limit_still_all_succeed() -> None:
+    from services.simulator.testing import running_simulator
+
+    with running_simulator(qps=200, burst=2) as sim:
+        api = client.ApiClient(sim.client_configuration())
+        core = client.CoreV1Api(api)
+        for i in range(10):
+            core.create_namespaced_config_map("default", {"metadata": {"name": f"limited-{i}"}})
+        assert len(core.list_namespaced_config_map("default").items) == 10
+        api.close()
