@@ -10,7 +10,9 @@ phalanx events watch              the audit stream, live or replayed
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 import typer
@@ -152,15 +154,76 @@ def scenario_run(
     state_dir: Path = STATE_DIR,
     kubeconfig: Path = typer.Option(None, "--kubeconfig", help="Default: STATE_DIR/kubeconfig."),
 ) -> None:
-    """Run scenarios against the running stack, each on a fresh cluster; exit 1 if any fails."""
+    """Run scenarios, each on a fresh cluster; exit 1 if any fails.
+
+    Uses the stack `phalanx up` runs for STATE_DIR, or starts one for the run and stops it after.
+    """
+    from phalanx import stack as stacks
     from phalanx.scenario import ExternalStack, StackError, run_files
 
+    started = None
+    if kubeconfig is None and stacks.Stack.load(state_dir.resolve()) is None:
+        state_dir = Path(tempfile.mkdtemp(prefix="phalanx-scenario-"))
+        console.print(f"no stack is running; starting one in {state_dir} ...")
+        started = stacks.up(state_dir)
     try:
-        stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
-    except StackError as error:
-        console.print(f"[red]{error}[/red]")
-        raise typer.Exit(2) from None
-    raise typer.Exit(0 if run_files(files, stack).ok else 1)
+        try:
+            stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
+        except StackError as error:
+            console.print(f"[red]{error}[/red]")
+            raise typer.Exit(2) from None
+        ok = run_files(files, stack).ok
+    finally:
+        if started is not None:
+            stacks.down(state_dir)
+    raise typer.Exit(0 if ok else 1)
+
+
+events = typer.Typer(help="The audit stream: every decision of every service.", no_args_is_help=True)
+app.add_typer(events, name="events")
+
+
+@events.command("watch")
+def events_watch(
+    since: str = typer.Option(
+        None, "--since", help="From a time ago (10m, 2h, 1d) or an ISO time; else live."
+    ),
+    type_: str = typer.Option(
+        None, "--type", help="Only <service>.<action> matching this glob, e.g. 'scheduler.*'."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print each CloudEvent as JSON."),
+    nats_url: str = typer.Option(None, envvar="PHALANX_NATS_URL", help="Default: the stack of STATE_DIR."),
+    state_dir: Path = STATE_DIR,
+    idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after this many seconds without events."),
+) -> None:
+    """Print audit events as they happen, or replay them from --since."""
+    from datetime import UTC, datetime
+
+    from phalanx import events as audit
+    from phalanx import stack as stacks
+
+    if not nats_url:
+        running = stacks.Stack.load(state_dir.resolve())
+        if running is None:
+            raise typer.BadParameter(
+                "no stack runs for --state-dir; pass --nats-url", param_hint="--nats-url"
+            )
+        nats_url = running.nats_url
+    start = audit.parse_since(since, datetime.now(UTC)) if since else None
+    with contextlib.suppress(KeyboardInterrupt):
+        audit.run(
+            nats_url, since=start, pattern=type_, emit=print, as_json=as_json, stop_after_idle=idle_exit
+        )
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False
+)
+def simulator(ctx: typer.Context) -> None:
+    """The simulated cluster alone: --port PORT --kubeconfig FILE [--nodes FILE] (see --help)."""
+    from services.simulator.__main__ import main as simulator_main
+
+    raise typer.Exit(simulator_main(list(ctx.args)))
 
 
 def main() -> None:

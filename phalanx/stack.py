@@ -122,7 +122,8 @@ async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
     try:
         jetstream = connection.jetstream()
         for info in await jetstream.streams_info():
-            await jetstream.delete_stream(info.config.name)
+            if info.config.name:
+                await jetstream.delete_stream(info.config.name)
     finally:
         await connection.close()
     engine = create_async_engine(database_url)
@@ -134,10 +135,11 @@ async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
 
 def _record_local_infra(state_dir: Path, nats: provision.Provided, postgres: provision.Provided) -> None:
     """Local servers are stopped by `down`, so their pids go where `infra down` looks for them."""
-    servers = []
-    for name, provided in (("nats", nats), ("postgres", postgres)):
-        if provided.how == "local process" and provided.server is not None:
-            servers.append(provided.server)
+    servers = [
+        provided.server
+        for provided in (nats, postgres)
+        if provided.how == "local process" and provided.server is not None
+    ]
     if servers:
         local.save(state_dir, servers)
 
@@ -192,7 +194,7 @@ def _wait_for_url(url: str, process: Process, timeout: float = READY_TIMEOUT) ->
             raise RuntimeError(
                 f"{process.name} exited at start; see {process.log_path}:\n{_tail(process.log_path)}"
             )
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as response:
             if response.status == 200:
                 return
         time.sleep(0.1)
@@ -231,10 +233,9 @@ def restart(stack: Stack, name: str, *, kill: bool = True) -> Process:
     if kill:
         stop_process(old, sig=signal.SIGKILL)
     logs = Path(old.log_path).parent
-    args = []
     if name == "simulator":
         raise ValueError("the simulator holds the cluster's state; restarting it would lose the cluster")
-    new = _spawn(name, args, old.env, logs, health_port=old.health_port)
+    new = _spawn(name, [], old.env, logs, health_port=old.health_port)
     stack.processes[stack.processes.index(old)] = new
     stack.save()
     _wait_for_url(f"http://127.0.0.1:{new.health_port}/readyz", new)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -55,7 +56,8 @@ async def run(settings: AdmissionSettings, health: Health) -> None:
             lifespan="off",
         )
         server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        # Stopping is run_service's job (it cancels us); uvicorn must not take the signals over.
+        server.capture_signals = contextlib.nullcontext  # type: ignore[assignment]
         if settings.register_webhooks:
             service = (
                 None if settings.webhook_url else (settings.service_name, settings.service_namespace, 443)

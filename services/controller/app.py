@@ -88,7 +88,9 @@ async def _prime(cache: Cache, kube: KubeWrites) -> None:
 
 
 async def _resync(dispatcher: Dispatcher) -> None:
-    assert dispatcher.jobs and dispatcher.gangs and dispatcher.queues
+    assert dispatcher.jobs is not None
+    assert dispatcher.gangs is not None
+    assert dispatcher.queues is not None
     cache = dispatcher.cache
     await asyncio.gather(*(dispatcher.jobs.resync(j["metadata"]["uid"]) for j in cache.all("Job")))
     for podgroup in cache.all("PodGroup"):

@@ -58,7 +58,9 @@ class Dispatcher:
         await self.route(kind, old, new)
 
     async def route(self, kind: str, old: Json | None, new: Json | None) -> None:
-        assert self.jobs and self.gangs and self.queues
+        assert self.jobs is not None
+        assert self.gangs is not None
+        assert self.queues is not None
         current = new if new is not None else old
         assert current is not None
         meta = current.get("metadata") or {}

@@ -88,7 +88,8 @@ class GangKeeper:
                 await session.execute(
                     text(
                         "INSERT INTO gang_fences (gang_uid, epoch) VALUES (:gang, :epoch) "
-                        "ON CONFLICT (gang_uid) DO UPDATE SET epoch = GREATEST(gang_fences.epoch, EXCLUDED.epoch) "
+                        "ON CONFLICT (gang_uid) DO UPDATE "
+                        "SET epoch = GREATEST(gang_fences.epoch, EXCLUDED.epoch) "
                         "RETURNING epoch"
                     ),
                     {"gang": gang_uid, "epoch": epoch},
@@ -150,7 +151,7 @@ class GangKeeper:
             name=data.podgroup,
             uid=data.gang_uid,
             outcome=outcome,
-            details=details,  # type: ignore[arg-type]
+            details=details,
         )
         event = new_event(
             audit, source=SOURCE, event_id=f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}"

@@ -255,7 +255,8 @@ class JobDriver:
                     job,
                     type_="Warning",
                     reason="PVCError",
-                    message=f"pvc {claim} is not found, the job will be in the Pending state until the PVC is created",
+                    message=f"pvc {claim} is not found, "
+                    "the job will be in the Pending state until the PVC is created",
                 )
 
     # -- timers -----------------------------------------------------------------------------------

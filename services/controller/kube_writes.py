@@ -166,7 +166,7 @@ class KubeWrites:
         }
         try:
             await request(
-                self._api, "POST", KINDS["Event"].collection(event["metadata"]["namespace"]), body=event
+                self._api, "POST", KINDS["Event"].collection(meta.get("namespace") or "default"), body=event
             )
         except ApiError as error:
             log.warning("event not recorded", reason=reason, error=str(error))

@@ -43,7 +43,7 @@ class Leadership:
             await session.execute(
                 text(
                     "INSERT INTO scheduler_leader (id, holder, epoch, expires_at) "
-                    "VALUES (1, '', 0, now()) ON CONFLICT (id) DO NOTHING"
+                    "VALUES (1, '', 0, '-infinity') ON CONFLICT (id) DO NOTHING"
                 )
             )
             row = (

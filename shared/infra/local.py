@@ -97,10 +97,7 @@ def _running_as_root() -> bool:
 
 def _reachable_by_others(path: Path) -> bool:
     """True when every folder above `path` lets other users through (the x bit for others)."""
-    for parent in [path, *path.parents]:
-        if parent.exists() and not os.stat(parent).st_mode & 0o001:
-            return False
-    return True
+    return all(not parent.exists() or os.stat(parent).st_mode & 0o001 for parent in [path, *path.parents])
 
 
 def _postgres_tree_for(user_is_other: bool) -> Path:

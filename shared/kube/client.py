@@ -35,7 +35,7 @@ async def make_api_client(kubeconfig: str | None) -> client.ApiClient:
     if kubeconfig:
         await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
     else:
-        config.load_incluster_config(client_configuration=configuration)
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     # The client's default pool (4) serialises a busy controller's writes.
     configuration.connection_pool_maxsize = 64
     return client.ApiClient(configuration)
@@ -69,7 +69,7 @@ async def request(
     document = orjson.loads(data) if data else {}
     if not 200 <= response.status <= 299:
         raise ApiError(response.status, document, document.get("message") or response.reason)
-    return document  # type: ignore[no-any-return]
+    return document
 
 
 async def stream_lines(

@@ -71,7 +71,8 @@ def new_event(
     time: datetime | None = None,
 ) -> CloudEvent[DataT]:
     """Wrap `data`; pass `event_id` when the id must be stable across retries (idempotency)."""
-    return CloudEvent[type(data)](  # type: ignore[misc]
+    model: Any = CloudEvent[type(data)]  # type: ignore[misc]
+    event: CloudEvent[DataT] = model(
         id=event_id or str(uuid.uuid4()),
         source=source,
         type=data.TYPE,
@@ -79,6 +80,7 @@ def new_event(
         time=time or datetime.now(UTC),
         data=data,
     )
+    return event
 
 
 class UnknownEventType(ValueError):

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up and runs the whole test suite: unit, integration (real NATS and PostgreSQL) and end to
+# end (the full stack against the simulated cluster). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+# kubectl drives a few tests the way a user would; install Debian's client when we can.
+if ! command -v kubectl >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && apt-get install -y -qq kubernetes-client) >/dev/null 2>&1 \
+    || echo "kubectl could not be installed; the kubectl tests will be skipped"
+fi
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+exec .venv/bin/pytest -q "$@"
