@@ -32,9 +32,7 @@ def parse_duration(value: Any) -> float:
             text += "s"
         parts = _DURATION.findall(text)
         if "".join(n + u for n, u in parts) != text:
-            raise ValueError(
-                f"a duration such as '30s', '1m30s' or '500ms' is needed, got {value!r}"
-            )
+            raise ValueError(f"a duration such as '30s', '1m30s' or '500ms' is needed, got {value!r}")
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     else:
         raise ValueError(f"a duration such as '30s' is needed, got {value!r}")
@@ -193,9 +191,7 @@ class Expectation(Strict):
     evicted: list[EvictedExpectation] = Field(default_factory=list)
     recreated: list[PodRef] = Field(default_factory=list)
     not_recreated: list[PodRef] = Field(default_factory=list, alias="notRecreated")
-    same_node: list[Annotated[list[Ref], Field(min_length=2)]] = Field(
-        default_factory=list, alias="sameNode"
-    )
+    same_node: list[Annotated[list[Ref], Field(min_length=2)]] = Field(default_factory=list, alias="sameNode")
     distinct_nodes: list[Annotated[list[Ref], Field(min_length=2)]] = Field(
         default_factory=list, alias="distinctNodes"
     )

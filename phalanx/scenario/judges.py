@@ -74,9 +74,7 @@ def job_summary(job: Obj | None) -> str:
     if job is None:
         return "no such job"
     status = job.get("status") or {}
-    counts = " ".join(
-        f"{key}={_count(status, key)}" for key in ("running", "pending", "succeeded", "failed")
-    )
+    counts = " ".join(f"{key}={_count(status, key)}" for key in ("running", "pending", "succeeded", "failed"))
     return f"{counts} retryCount={_count(status, 'retryCount')}"
 
 
@@ -145,9 +143,7 @@ def match_podgroup(entry: PodGroupExpectation, podgroup: Obj | None) -> Mismatch
             ]
             if entry.message is not None:
                 wanted.append(f"message {describe(entry.message)}")
-            found.append(
-                f"expected a condition {' '.join(wanted)}, observed {_show_conditions(conditions)}"
-            )
+            found.append(f"expected a condition {' '.join(wanted)}, observed {_show_conditions(conditions)}")
     return found + match_fields(entry.fields, podgroup)
 
 
@@ -183,9 +179,7 @@ def _file_matches(expected: Any, content: str | None) -> bool:
     return matches(expected, MISSING if content is None else content)
 
 
-def match_pod(
-    entry: PodExpectation, pod: Obj, files: Mapping[str, str | None] | None = None
-) -> Mismatches:
+def match_pod(entry: PodExpectation, pod: Obj, files: Mapping[str, str | None] | None = None) -> Mismatches:
     """One pod against phase, node, env, files and fields (existence is the caller's)."""
     found: Mismatches = []
     if entry.phase is not None:

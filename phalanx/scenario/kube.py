@@ -114,9 +114,7 @@ class Kube:
             raise _kube_error(error) from None
         return dict(found.to_dict())
 
-    def list_objects(
-        self, kind: str, namespace: str | None = None, selector: str | None = None
-    ) -> list[Obj]:
+    def list_objects(self, kind: str, namespace: str | None = None, selector: str | None = None) -> list[Obj]:
         resource = self.resource(kind)
         try:
             found = resource.get(
@@ -200,9 +198,7 @@ class Kube:
             content_type="application/merge-patch+json",
         )
 
-    def delete(
-        self, kind: str, namespace: str | None, name: str, grace_seconds: int | None = None
-    ) -> None:
+    def delete(self, kind: str, namespace: str | None, name: str, grace_seconds: int | None = None) -> None:
         resource = self.resource(kind)
         body = {} if grace_seconds is None else {"gracePeriodSeconds": grace_seconds}
         self._call(
@@ -220,9 +216,7 @@ class Kube:
             "metadata": {"name": name, "namespace": namespace},
         }
         try:
-            self._dynamic.request(
-                "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body
-            )
+            self._dynamic.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body)
         except Exception as error:
             raise _kube_error(error) from None
 

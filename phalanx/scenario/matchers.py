@@ -41,9 +41,7 @@ def check_matcher(value: Any) -> Any:
         return value
     if len(value) != 1:
         keys = ", ".join(sorted(map(str, value)))
-        raise ValueError(
-            f"a matcher has exactly one of contains, present, absent, includes: {keys}"
-        )
+        raise ValueError(f"a matcher has exactly one of contains, present, absent, includes: {keys}")
     ((key, argument),) = value.items()
     if key == "contains" and not isinstance(argument, str):
         raise ValueError("contains takes a string")

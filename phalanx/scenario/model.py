@@ -116,9 +116,7 @@ class PriorityClassEntry(Strict):
     name: ObjectName
     value: int
     global_default: bool | None = Field(None, alias="globalDefault")
-    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = Field(
-        None, alias="preemptionPolicy"
-    )
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = Field(None, alias="preemptionPolicy")
     description: str | None = None
 
 
@@ -126,9 +124,7 @@ class ClusterSpec(Strict):
     namespaces: list[ObjectName] = Field(default_factory=list)
     nodes: list[NodeEntry] = Field(min_length=1)
     queues: list[QueueEntry] = Field(default_factory=list)
-    priority_classes: list[PriorityClassEntry] = Field(
-        default_factory=list, alias="priorityClasses"
-    )
+    priority_classes: list[PriorityClassEntry] = Field(default_factory=list, alias="priorityClasses")
 
     @model_validator(mode="after")
     def _unique(self) -> ClusterSpec:

@@ -189,11 +189,7 @@ class ProbeBuilder:
         contents: dict[str, str | None] = {}
         for path in entry.files:
             source = file_source(pod, path)
-            holder = (
-                None
-                if source is None
-                else self._kube.get(source.kind, source.namespace, source.name)
-            )
+            holder = None if source is None else self._kube.get(source.kind, source.namespace, source.name)
             contents[path] = None if source is None else file_content(source, holder)
         return contents
 
@@ -214,9 +210,7 @@ class ProbeBuilder:
 
     def _objects(self, entry: ObjectExpectation) -> Callable[[], Mismatches]:
         def check() -> Mismatches:
-            namespace = (
-                (entry.namespace or "default") if self._kube.namespaced(entry.kind) else None
-            )
+            namespace = (entry.namespace or "default") if self._kube.namespaced(entry.kind) else None
             if entry.name is not None:
                 return judges.match_object(entry, self._kube.get(entry.kind, namespace, entry.name))
             found = self._kube.list_objects(entry.kind, namespace, entry.selector)

@@ -55,9 +55,7 @@ def _load_all(files: list[Path]) -> list[tuple[Path, Scenario | ScenarioError]]:
         if isinstance(scenario, Scenario):
             first = names.setdefault((path.resolve().parent, scenario.name), path)
             if first != path:
-                scenario = ScenarioError(
-                    str(path), [f"name {scenario.name!r} is already used by {first}"]
-                )
+                scenario = ScenarioError(str(path), [f"name {scenario.name!r} is already used by {first}"])
         loaded.append((path, scenario))
     return loaded
 
@@ -80,9 +78,7 @@ def run_files(
                 emit(result.line())
             reports.append(ScenarioReport(str(path), path.stem, results))
             continue
-        reports.append(
-            run_scenario(scenario, stack, str(path), emit=emit, clock=clock, sleep=sleep)
-        )
+        reports.append(run_scenario(scenario, stack, str(path), emit=emit, clock=clock, sleep=sleep))
     report = Report(tuple(reports))
     emit(report.closing_line())
     return report
@@ -123,11 +119,7 @@ def run_scenario(
 
 def _next_is_denied(steps: Sequence[Step], index: int) -> bool:
     following = steps[index + 1] if index + 1 < len(steps) else None
-    return (
-        following is not None
-        and following.expect is not None
-        and (following.expect.denied is not None)
-    )
+    return following is not None and following.expect is not None and (following.expect.denied is not None)
 
 
 def _run_steps(

@@ -113,9 +113,7 @@ class ExternalStack:
 
     def _leftovers(self, kube: Kube) -> list[tuple[str, str | None, str]]:
         """(kind, namespace, name) of everything an earlier scenario may have left."""
-        user_namespaces = {
-            key_of(ns)[1] for ns in kube.list_objects("Namespace")
-        } - SYSTEM_NAMESPACES
+        user_namespaces = {key_of(ns)[1] for ns in kube.list_objects("Namespace")} - SYSTEM_NAMESPACES
         found: list[tuple[str, str | None, str]] = []
         for kind in NAMESPACED_KINDS:
             try:
@@ -127,9 +125,7 @@ class ExternalStack:
             found += [(kind, *key_of(o)) for o in objects if key_of(o)[0] in user_namespaces]
         found += [("Node", None, key_of(o)[1]) for o in kube.list_objects("Node")]
         found += [
-            ("Queue", None, key_of(o)[1])
-            for o in kube.list_objects("Queue")
-            if key_of(o)[1] != DEFAULT_QUEUE
+            ("Queue", None, key_of(o)[1]) for o in kube.list_objects("Queue") if key_of(o)[1] != DEFAULT_QUEUE
         ]
         found += [
             ("PriorityClass", None, key_of(o)[1])
@@ -180,9 +176,7 @@ class ExternalStack:
         for queue in cluster.queues:
             if queue.state == "Closed":
                 target = kube.get("Queue", None, queue.name) or {}
-                kube.create(
-                    command_manifest("default", "CloseQueue", QUEUE_API_VERSION, "Queue", target)
-                )
+                kube.create(command_manifest("default", "CloseQueue", QUEUE_API_VERSION, "Queue", target))
 
     def configure_scheduler(self, kube: Kube, conf: str | None) -> None:
         """Volcano's convention: the scheduler reads `volcano-scheduler.conf` from this ConfigMap;

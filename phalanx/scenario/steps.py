@@ -65,15 +65,11 @@ def _documents(text: str) -> list[Obj]:
 
 def _is_current(pod: Obj) -> bool:
     status, metadata = pod.get("status") or {}, pod.get("metadata") or {}
-    return status.get("phase") not in ("Succeeded", "Failed") and not metadata.get(
-        "deletionTimestamp"
-    )
+    return status.get("phase") not in ("Succeeded", "Failed") and not metadata.get("deletionTimestamp")
 
 
 class Steps:
-    def __init__(
-        self, kube: Kube, observer: Observer, sleep: Callable[[float], None] = time.sleep
-    ) -> None:
+    def __init__(self, kube: Kube, observer: Observer, sleep: Callable[[float], None] = time.sleep) -> None:
         self._kube, self._observer, self._pause = kube, observer, sleep
 
     def run(self, step: Step) -> str | None:
@@ -116,9 +112,7 @@ class Steps:
         try:
             if action in ("succeed", "fail"):
                 body = {"exitCode": exit_code or 1} if action == "fail" else {}
-                self._kube.control(
-                    f"/simulator/v1/namespaces/{namespace}/pods/{name}/{action}", body
-                )
+                self._kube.control(f"/simulator/v1/namespaces/{namespace}/pods/{name}/{action}", body)
             elif action == "evict":
                 pod = self._kube.get("Pod", namespace, name)
                 if pod is None:
@@ -182,9 +176,7 @@ class Steps:
             job = self._kube.get("Job", step.namespace, step.job)
             if job is None:
                 raise StepError(f"{what}: no such job")
-            self._kube.create(
-                command_manifest(step.namespace, step.action, JOB_API_VERSION, "Job", job)
-            )
+            self._kube.create(command_manifest(step.namespace, step.action, JOB_API_VERSION, "Job", job))
         except KubeError as error:
             raise StepError(f"{what}: {error.message}") from error
 
@@ -196,9 +188,7 @@ class Steps:
             if queue is None:
                 raise StepError(f"{what}: no such queue")
             # vcctl puts queue Commands in namespace default.
-            self._kube.create(
-                command_manifest("default", action, QUEUE_API_VERSION, "Queue", queue)
-            )
+            self._kube.create(command_manifest("default", action, QUEUE_API_VERSION, "Queue", queue))
         except KubeError as error:
             raise StepError(f"{what}: {error.message}") from error
 

@@ -197,7 +197,7 @@ class CycleLoop:
                         name=e.name,
                         node=e.node,
                         reason="release" if e.reason == "gang-release" else e.reason,
-                    )  # type: ignore[arg-type]
+                    )
                     for e in evictions
                 )
                 rows.extend(
