@@ -68,18 +68,18 @@ async def migrated_template(postgres_server: str) -> str:
 @pytest.fixture
 async def empty_database_url(postgres_server: str) -> AsyncIterator[str]:
     """A new, empty database (no schema) for migration tests."""
-    async with _database(postgres_server, template=None) as url:
+    async with _Database(postgres_server, template=None) as url:
         yield url
 
 
 @pytest.fixture
 async def database_url(postgres_server: str, migrated_template: str) -> AsyncIterator[str]:
     """A new database with the schema at head, cloned from the template."""
-    async with _database(postgres_server, template=migrated_template) as url:
+    async with _Database(postgres_server, template=migrated_template) as url:
         yield url
 
 
-class _database:
+class _Database:
     def __init__(self, server: str, *, template: str | None) -> None:
         self.server = server
         self.template = template

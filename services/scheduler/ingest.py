@@ -72,7 +72,7 @@ class Ingester:
 
 
 async def _upsert(session: AsyncSession, table: type[tables.Base], rows: list[dict[str, Any]]) -> None:
-    mapper = table.__table__  # type: ignore[attr-defined]
+    mapper: Any = table.__table__
     key = [c.name for c in mapper.primary_key.columns]
     # Rows of one table share their columns, so one multi-row statement carries them all.
     columns = sorted({c for row in rows for c in row})
@@ -112,7 +112,7 @@ async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> No
     table = TABLE_OF_KIND.get(marker.kind)
     if table is None:
         return
-    columns = table.__table__.c  # type: ignore[attr-defined]
+    columns: Any = table.__table__.c
     await session.execute(
         update(table)
         .where(

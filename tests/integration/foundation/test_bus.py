@@ -58,7 +58,9 @@ async def test_published_event_is_consumed_typed(bus: Bus) -> None:
     bus.consume(spec("typed"), handle)
     await bus.publish(subjects.job_event("phase", "default", "j1"), phase_event("j1", "Running"))
     await wait_for(lambda: seen)
-    assert seen == [jobs.JobPhaseChanged(namespace="default", name="j1", uid="uid-j1", previous=None, phase="Running")]
+    assert seen == [
+        jobs.JobPhaseChanged(namespace="default", name="j1", uid="uid-j1", previous=None, phase="Running")
+    ]
 
 
 async def test_duplicate_message_id_is_stored_once(bus: Bus) -> None:
@@ -152,11 +154,15 @@ async def test_names_with_dots_stay_one_subject_token(bus: Bus) -> None:
         seen.append(event.data.name)
 
     only_one_object = ConsumerSpec(
-        subjects.JOBS_STREAM, "dotted", [subjects.job_event("phase", "default", "my.job.v2")],
+        subjects.JOBS_STREAM,
+        "dotted",
+        [subjects.job_event("phase", "default", "my.job.v2")],
         backoff=(0.05,),
     )
     bus.consume(only_one_object, handle)
-    await bus.publish(subjects.job_event("phase", "default", "my.job.v2"), phase_event("my.job.v2", "Running"))
+    await bus.publish(
+        subjects.job_event("phase", "default", "my.job.v2"), phase_event("my.job.v2", "Running")
+    )
     await bus.publish(subjects.job_event("phase", "default", "my"), phase_event("my", "Running"))
     await wait_for(lambda: seen)
     await asyncio.sleep(0.3)

@@ -15,7 +15,11 @@ pytestmark = pytest.mark.unit
 
 def test_cloudevent_structured_json_round_trip() -> None:
     data = decisions.GangPlaced(
-        epoch=3, cycle=7, gang_uid="g", namespace="default", podgroup="j1-abc",
+        epoch=3,
+        cycle=7,
+        gang_uid="g",
+        namespace="default",
+        podgroup="j1-abc",
         binds=(decisions.Bind(uid="p", namespace="default", name="j1-w-0", node="node-1"),),
     )
     event = new_event(data, source="phalanx/scheduler", subject="default/j1-abc")
