@@ -1,0 +1,35 @@
+"""The whole stack for end-to-end tests: `phalanx up` in a temporary folder, once for this package.
+
+It gets NATS and PostgreSQL of its own (local processes, or the environment's servers), so the
+integration tests' clean-up of streams never touches it, and it is stopped before they run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from phalanx import stack as stacks
+
+SEEDS = Path(__file__).parents[1] / "unit" / "scenario" / "seeds"
+
+
+@pytest.fixture(scope="package")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stacks.Stack]:
+    state_dir = tmp_path_factory.mktemp("stack")
+    saved = {k: os.environ.pop(k) for k in ("PHALANX_NATS_URL", "PHALANX_DATABASE_URL") if k in os.environ}
+    for env, name in (
+        ("PHALANX_TEST_E2E_NATS_URL", "PHALANX_NATS_URL"),
+        ("PHALANX_TEST_E2E_DATABASE_URL", "PHALANX_DATABASE_URL"),
+    ):
+        if os.environ.get(env):
+            os.environ[name] = os.environ[env]
+    try:
+        running = stacks.up(state_dir)
+        yield running
+    finally:
+        stacks.down(state_dir)
+        os.environ.update(saved)

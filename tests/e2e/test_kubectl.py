@@ -1,0 +1,88 @@
+"""What a user does by hand: kubectl against `phalanx up`, and the audit stream."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from phalanx import events
+from phalanx import stack as stacks
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        shutil.which("kubectl") is None, reason="kubectl (Debian: kubernetes-client) not installed"
+    ),
+]
+EXAMPLE = Path(__file__).parents[2] / "examples" / "job.yaml"
+INVALID = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: invalid-job, namespace: default}
+spec:
+  minAvailable: 5
+  tasks:
+    - name: a
+      replicas: 2
+      template: {spec: {containers: [{name: c, image: busybox}]}}
+    - name: a
+      replicas: 1
+      template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
+
+
+def kubectl(stack: stacks.Stack, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", stack.kubeconfig, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_volcano_job_applied_with_kubectl_runs_to_completed(stack: stacks.Stack) -> None:
+    started = datetime.now(UTC) - timedelta(seconds=1)
+    applied = kubectl(stack, "apply", "-f", str(EXAMPLE))
+    assert applied.returncode == 0, applied.stderr
+    phase = ""
+    for _ in range(200):
+        got = kubectl(stack, "get", "vcjob", "hello-gang", "-o", "jsonpath={.status.state.phase}")
+        phase = got.stdout
+        if phase == "Completed":
+            break
+        time.sleep(0.2)
+    assert phase == "Completed"
+    pods = json.loads(
+        kubectl(stack, "get", "pods", "-l", "volcano.sh/job-name=hello-gang", "-o", "json").stdout
+    )
+    assert sorted(p["metadata"]["name"] for p in pods["items"]) == [
+        f"hello-gang-worker-{i}" for i in range(3)
+    ]
+    assert {p["status"]["phase"] for p in pods["items"]} == {"Succeeded"}
+
+    seen: list[str] = []
+    events.run(stack.nats_url, since=started, pattern=None, emit=seen.append, stop_after_idle=1.0)
+    actions = " ".join(seen)
+    for action in (
+        "admission.admitted",
+        "scheduler.enqueued",
+        "scheduler.placed",
+        "controller.bound",
+        "controller.phase-changed",
+    ):
+        assert action in actions, f"{action} missing from the audit stream:\n" + "\n".join(seen)
+
+
+def test_an_invalid_job_is_refused_with_volcanos_message(stack: stacks.Stack) -> None:
+    refused = kubectl(stack, "apply", "-f", "-", stdin=INVALID)
+    assert refused.returncode != 0
+    assert "duplicated task name a" in refused.stderr
+    assert "job 'minAvailable' should not be greater than total replicas in tasks" in refused.stderr
+    assert kubectl(stack, "get", "vcjob", "invalid-job").returncode != 0, "nothing refused is stored"
