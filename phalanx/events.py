@@ -71,7 +71,7 @@ async def watch(
         js = connection.jetstream()
         config = ConsumerConfig(
             deliver_policy=DeliverPolicy.BY_START_TIME if since else DeliverPolicy.NEW,
-            opt_start_time=since.isoformat() if since else None,
+            opt_start_time=since,
         )
         subscription = await js.subscribe(
             f"{subjects.STREAM_SUBJECTS[subjects.AUDIT_STREAM]}", ordered_consumer=True, config=config

@@ -164,9 +164,7 @@ def test_every_simulator_level_expectation_passes_and_state_is_fresh(
 ) -> None:
     files = [write(tmp_path, "a.yaml", EVERYTHING), write(tmp_path, "b.yaml", FRESH)]
     lines: list[str] = []
-    report = run_files(
-        files, ExternalStack(kubeconfig=simulator.kubeconfig_path), emit=lines.append
-    )
+    report = run_files(files, ExternalStack(kubeconfig=simulator.kubeconfig_path), emit=lines.append)
     assert report.failed == 0, "\n".join(lines)
     assert lines[-1] == f"{report.passed} passed, 0 failed"
     assert report.passed == 31

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.scheduler.ingest import Ingester
 from shared.messages.cluster import KindResynced, ObjectChanged
@@ -16,13 +15,6 @@ from shared.storage import tables
 from shared.storage.engine import make_sessions
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_async_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 def pod(

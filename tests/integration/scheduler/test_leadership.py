@@ -7,25 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.scheduler.leadership import Leadership, LostLeadership
 from shared.storage import tables
 from shared.storage.engine import make_sessions
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_async_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 async def test_only_one_holder_leads_and_a_takeover_fences_the_old_leader(engine: AsyncEngine) -> None:

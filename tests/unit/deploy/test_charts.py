@@ -98,9 +98,7 @@ def test_helm_lint_strict_reports_no_warning(chart: str) -> None:
 
 @pytest.mark.parametrize(("chart", "values"), VARIANTS, ids=VARIANT_IDS)
 @pytest.mark.parametrize("kubernetes", KUBERNETES_VERSIONS)
-def test_rendered_objects_are_valid_kubernetes(
-    chart: str, values: dict[str, Any], kubernetes: str
-) -> None:
+def test_rendered_objects_are_valid_kubernetes(chart: str, values: dict[str, Any], kubernetes: str) -> None:
     objects = render(chart, values)
     assert objects
     for obj in objects:
@@ -129,10 +127,7 @@ def test_namespaced_objects_go_to_the_release_namespace(chart: str, values: dict
 
 
 def test_every_service_chart_shares_the_same_helpers() -> None:
-    helpers = {
-        chart: (CHARTS / chart / "templates" / "_helpers.tpl").read_text()
-        for chart in SERVICE_CHARTS
-    }
+    helpers = {chart: (CHARTS / chart / "templates" / "_helpers.tpl").read_text() for chart in SERVICE_CHARTS}
     assert len(set(helpers.values())) == 1, "edit _helpers.tpl in all four service charts together"
 
 
@@ -262,9 +257,7 @@ def test_scheduler_defaults_to_a_leader_and_a_standby() -> None:
 
 def test_scheduler_configuration_is_volcanos_configmap_when_asked() -> None:
     assert of_kind(render("phalanx-scheduler"), "ConfigMap") == []
-    config_map = only(
-        render("phalanx-scheduler", {"schedulerConfig": {"create": True}}), "ConfigMap"
-    )
+    config_map = only(render("phalanx-scheduler", {"schedulerConfig": {"create": True}}), "ConfigMap")
     assert config_map["metadata"]["name"] == "volcano-scheduler-configmap"
     assert config_map["metadata"]["namespace"] == "volcano-system"
     conf = yaml.safe_load(config_map["data"]["volcano-scheduler.conf"])
@@ -299,9 +292,9 @@ def test_admission_generates_its_certificate_unless_given_a_secret() -> None:
     assert not [name for name in env_of(generated) if name in supplied_files]
     # Generated certificates are written, so they must land on the writable /tmp emptyDir.
     assert env_of(generated)["ADMISSION_CERT_DIR"]["value"].startswith("/tmp/")
-    assert [
-        v["name"] for v in only(generated, "Deployment")["spec"]["template"]["spec"]["volumes"]
-    ] == ["tmp"]
+    assert [v["name"] for v in only(generated, "Deployment")["spec"]["template"]["spec"]["volumes"]] == [
+        "tmp"
+    ]
 
     supplied = render("phalanx-admission", {"tls": {"existingSecret": "admission-certs"}})
     env = env_of(supplied)

@@ -205,9 +205,7 @@ def test_named_volumes_are_declared() -> None:
     [(200, True), (503, False), (None, False)],
     ids=["answers-200", "answers-503", "nothing-listening"],
 )
-def test_the_service_healthcheck_command_tells_healthy_from_not(
-    status: int | None, healthy: bool
-) -> None:
+def test_the_service_healthcheck_command_tells_healthy_from_not(status: int | None, healthy: bool) -> None:
     script = services()["scheduler"]["healthcheck"]["test"][3]
     if status is None:
         with health_server(200) as port:

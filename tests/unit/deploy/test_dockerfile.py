@@ -145,17 +145,13 @@ def _ignored(path: str) -> bool:
 
 def test_every_copied_source_exists_and_is_in_the_build_context() -> None:
     sources = _copy_sources()
-    assert {"pyproject.toml", "phalanx", "shared", "services", "alembic.ini", "migrations"} <= set(
-        sources
-    )
+    assert {"pyproject.toml", "phalanx", "shared", "services", "alembic.ini", "migrations"} <= set(sources)
     for source in sources:
         assert (REPO / source).exists(), source
         assert not _ignored(source), f"{source} is excluded by .dockerignore"
 
 
-@pytest.mark.parametrize(
-    "path", [".venv", ".git", ".phalanx", "tests", ".hypothesis", ".mypy_cache"]
-)
+@pytest.mark.parametrize("path", [".venv", ".git", ".phalanx", "tests", ".hypothesis", ".mypy_cache"])
 def test_local_state_stays_out_of_the_build_context(path: str) -> None:
     assert _ignored(path)
 

@@ -119,9 +119,7 @@ def test_watcher_only_reads() -> None:
 
 def test_watcher_reads_configmaps_only_where_the_scheduler_config_lives() -> None:
     granted = grants(render("phalanx-watcher", {"schedulerConfigNamespace": "batch-system"}))
-    configmaps = {
-        namespace for (namespace, _, resource, _, _) in granted if resource == "configmaps"
-    }
+    configmaps = {namespace for (namespace, _, resource, _, _) in granted if resource == "configmaps"}
     assert configmaps == {"batch-system"}
 
 
@@ -134,9 +132,7 @@ def test_admission_updates_only_the_webhook_configurations_the_service_registers
     }
     scoped = {
         names
-        for (_, group, _, verb, names) in grants(
-            render("phalanx-admission", {"fullnameOverride": "x"})
-        )
+        for (_, group, _, verb, names) in grants(render("phalanx-admission", {"fullnameOverride": "x"}))
         if group == "admissionregistration.k8s.io" and verb != "create"
     }
     assert scoped == {tuple(sorted(registered))}
@@ -156,15 +152,11 @@ def test_bindings_name_the_charts_service_account(chart: str) -> None:
     account = only(objects, "ServiceAccount")["metadata"]["name"]
     pod = only(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account
-    roles = {
-        (r["kind"], r["metadata"]["name"]) for r in objects if r["kind"] in ("ClusterRole", "Role")
-    }
+    roles = {(r["kind"], r["metadata"]["name"]) for r in objects if r["kind"] in ("ClusterRole", "Role")}
     bindings = of_kind(objects, "ClusterRoleBinding") + of_kind(objects, "RoleBinding")
     assert len(bindings) == len(roles)
     for binding in bindings:
-        assert binding["subjects"] == [
-            {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
-        ]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
         assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in roles
 
 
@@ -173,6 +165,4 @@ def test_rbac_can_be_left_to_the_cluster_admin(chart: str) -> None:
     values = {"rbac": {"create": False}, "serviceAccount": {"create": False, "name": "ops-made"}}
     objects = render(chart, values)
     assert [obj for obj in objects if obj["kind"] in (*RBAC_KINDS, "ServiceAccount")] == []
-    assert (
-        only(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops-made"
-    )
+    assert only(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops-made"

@@ -44,9 +44,7 @@ def variables(service: str) -> set[str]:
         names.add(prefix + field.upper())
         nested = info.annotation
         if delimiter and isinstance(nested, type) and issubclass(nested, BaseModel):
-            names |= {
-                f"{prefix}{field.upper()}{delimiter}{sub.upper()}" for sub in nested.model_fields
-            }
+            names |= {f"{prefix}{field.upper()}{delimiter}{sub.upper()}" for sub in nested.model_fields}
     return names
 
 

@@ -211,10 +211,7 @@ def test_podgroup_condition_mismatch_shows_what_is_there() -> None:
         (
             {"name": "j1-worker-1", "files": {"/etc/x": {"contains": "b"}}},
             {"/etc/x": None},
-            [
-                "expected file /etc/x containing 'b', "
-                "observed no such file in the pod's volume mounts"
-            ],
+            ["expected file /etc/x containing 'b', observed no such file in the pod's volume mounts"],
         ),
         (
             {"name": "j1-worker-1", "phase": ["Pending", "Running"], "node": {"present": True}},
@@ -247,9 +244,7 @@ def test_counted_pods_count_those_matching_every_field() -> None:
     ]
 
     def counted(count: int, **rest: Any) -> list[str]:
-        entry = PodExpectation.model_validate(
-            {"selector": "volcano.sh/job-name=j1", "count": count, **rest}
-        )
+        entry = PodExpectation.model_validate({"selector": "volcano.sh/job-name=j1", "count": count, **rest})
         return judges.match_counted(entry, pods, lambda p: judges.match_pod(entry, p), "pods")
 
     assert counted(2, phase="Running") == []
@@ -369,9 +364,7 @@ def test_evicted(entry: dict, problems: list[str]) -> None:
     ],
     ids=["same-object", "new-object", "not-recreated", "was-recreated", "no-previous", "gone"],
 )
-def test_recreated(
-    previous: str | None, current: dict | None, recreated: bool, holds: bool
-) -> None:
+def test_recreated(previous: str | None, current: dict | None, recreated: bool, holds: bool) -> None:
     found = judges.match_recreated(previous, current, recreated=recreated)
     assert (found == []) is holds, found
 

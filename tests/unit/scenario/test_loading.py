@@ -242,9 +242,7 @@ def test_node_name_prefix_expands() -> None:
 def test_mistakes_are_refused_with_their_place(steps: str, problem: str) -> None:
     with pytest.raises(ScenarioError) as raised:
         parse_scenario(with_steps(steps), "s.yaml")
-    assert any(p.startswith(problem) or problem in p for p in raised.value.problems), (
-        raised.value.problems
-    )
+    assert any(p.startswith(problem) or problem in p for p in raised.value.problems), raised.value.problems
 
 
 @pytest.mark.parametrize(
@@ -265,8 +263,7 @@ def test_mistakes_are_refused_with_their_place(steps: str, problem: str) -> None
             "cluster.nodes[0]: a node needs a name, or namePrefix and count",
         ),
         (
-            "name: s\ncluster: {nodes: [{name: a}], queues: [{name: q, state: Shut}]}\n"
-            "steps: [{sleep: 1}]",
+            "name: s\ncluster: {nodes: [{name: a}], queues: [{name: q, state: Shut}]}\nsteps: [{sleep: 1}]",
             "cluster.queues[0].state: Input should be",
         ),
         ("- just a list", "a scenario is a YAML mapping"),

@@ -239,9 +239,7 @@ def test_quantities_compare_by_value(cores: int) -> None:
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=10,
 )
 

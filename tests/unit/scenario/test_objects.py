@@ -128,9 +128,7 @@ def test_file_content_reads_configmaps_and_decodes_secrets() -> None:
 
 
 def _job(min_available: int | None, replicas: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "tasks": [{"name": f"t{i}", "replicas": r} for i, r in enumerate(replicas)]
-    }
+    spec: dict[str, Any] = {"tasks": [{"name": f"t{i}", "replicas": r} for i, r in enumerate(replicas)]}
     if min_available is not None:
         spec["minAvailable"] = min_available
     return {"metadata": {"name": "j1", "namespace": "default"}, "spec": spec}

@@ -47,9 +47,7 @@ def test_within_passes_once_each_condition_held() -> None:
 
 def test_within_fails_with_the_last_observation() -> None:
     time = FakeTime()
-    results = evaluate(
-        [probe_failing_until("a", time, None)], Expectation(within=1), time.clock, time.sleep
-    )
+    results = evaluate([probe_failing_until("a", time, None)], Expectation(within=1), time.clock, time.sleep)
     assert results == [Result("a", False, "not yet a (within 1s)")]
     assert time.now == pytest.approx(1.0)
 
