@@ -183,8 +183,8 @@ class GangKeeper:
                 status["conditions"] = _with_condition(status.get("conditions") or [], condition)
             if _same_status(podgroup.get("status") or {}, status):
                 return
-            # PodGroup has no status subresource (as in Volcano): status goes with a plain patch.
-            await self._kube.patch("PodGroup", namespace, name, {"status": status})
+            # PodGroup has no status subresource (as in Volcano): the status is set on the object itself.
+            await self._kube.set_status("PodGroup", namespace, name, status, subresource="")
 
     # -- plain pods ----------------------------------------------------------------------------------
 

@@ -150,9 +150,7 @@ class JobDriver:
             case fx.EnsurePVCs():
                 await self._ensure_pvcs(job, effect)
             case fx.UpdateJobStatus():
-                await self._kube.patch(
-                    "Job", namespace, name, {"status": effect.status}, subresource="status"
-                )
+                await self._kube.set_status("Job", namespace, name, effect.status)
             case fx.RecordEvent():
                 await self._kube.record_event(
                     job, type_=effect.type, reason=effect.reason, message=effect.message

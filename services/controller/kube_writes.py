@@ -21,6 +21,7 @@ from shared.kube.kinds import KINDS
 log = structlog.get_logger()
 Json = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 class KubeWrites:
@@ -70,6 +71,30 @@ class KubeWrites:
             raise
         self._on_written(patched)
         return patched
+
+    async def set_status(
+        self, kind_name: str, namespace: str | None, name: str, status: Json, *, subresource: str = "status"
+    ) -> Json | None:
+        """Replace the whole status, as Volcano's UpdateStatus does.
+
+        A merge patch would keep any field the new status leaves out (a `running` counter of a job
+        that has since completed), so this is a JSON Patch that replaces `/status` as one value.
+        """
+        kind = KINDS[kind_name]
+        try:
+            written = await request(
+                self._api,
+                "PATCH",
+                kind.item(namespace, name, subresource),
+                body=[{"op": "add", "path": "/status", "value": status}],
+                content_type=JSON_PATCH,
+            )
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+        self._on_written(written)
+        return written
 
     async def replace(self, obj: Json) -> Json:
         kind = KINDS[obj["kind"]]
