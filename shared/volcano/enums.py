@@ -77,29 +77,26 @@ class Action(StrEnum):
 
 
 # What a user may write in a Job's lifecycle policies; the rest are raised internally only.
-POLICY_EVENTS: frozenset[Event] = frozenset(
-    {
-        Event.ANY,
-        Event.POD_FAILED,
-        Event.POD_EVICTED,
-        Event.POD_PENDING,
-        Event.JOB_UNKNOWN,
-        Event.TASK_COMPLETED,
-        Event.TASK_FAILED,
-        Event.JOB_UPDATED,
-    }
+# Volcano keeps these in Go maps, whose order is random; a fixed order keeps messages stable.
+POLICY_EVENTS: tuple[Event, ...] = (
+    Event.ANY,
+    Event.POD_FAILED,
+    Event.POD_EVICTED,
+    Event.POD_PENDING,
+    Event.JOB_UNKNOWN,
+    Event.TASK_COMPLETED,
+    Event.TASK_FAILED,
+    Event.JOB_UPDATED,
 )
-POLICY_ACTIONS: frozenset[Action] = frozenset(
-    {
-        Action.ABORT_JOB,
-        Action.RESTART_JOB,
-        Action.RESTART_TASK,
-        Action.RESTART_POD,
-        Action.RESTART_PARTITION,
-        Action.TERMINATE_JOB,
-        Action.COMPLETE_JOB,
-        Action.RESUME_JOB,
-    }
+POLICY_ACTIONS: tuple[Action, ...] = (
+    Action.ABORT_JOB,
+    Action.RESTART_JOB,
+    Action.RESTART_TASK,
+    Action.RESTART_POD,
+    Action.RESTART_PARTITION,
+    Action.TERMINATE_JOB,
+    Action.COMPLETE_JOB,
+    Action.RESUME_JOB,
 )
 
 

@@ -10,31 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from shared.volcano import Action, Event
+from shared.volcano import POLICY_ACTIONS, POLICY_EVENTS, Event
 
 from .errors import FieldError, Reason, go_invalid, go_list
 
-# Volcano keeps these in Go maps, whose order is random; a fixed order keeps our text stable.
-VALID_EVENTS: tuple[str, ...] = (
-    Event.ANY,
-    Event.POD_FAILED,
-    Event.POD_EVICTED,
-    Event.POD_PENDING,
-    Event.JOB_UNKNOWN,
-    Event.TASK_COMPLETED,
-    Event.TASK_FAILED,
-    Event.JOB_UPDATED,
-)
-VALID_ACTIONS: tuple[str, ...] = (
-    Action.ABORT_JOB,
-    Action.RESTART_JOB,
-    Action.RESTART_TASK,
-    Action.RESTART_POD,
-    Action.RESTART_PARTITION,
-    Action.TERMINATE_JOB,
-    Action.COMPLETE_JOB,
-    Action.RESUME_JOB,
-)
+VALID_EVENTS: tuple[str, ...] = POLICY_EVENTS
+VALID_ACTIONS: tuple[str, ...] = POLICY_ACTIONS
 VALID_LISTS = f" valid events are {go_list(VALID_EVENTS)}, valid actions are {go_list(VALID_ACTIONS)};"
 
 
