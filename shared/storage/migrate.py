@@ -11,12 +11,24 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
-ROOT = Path(__file__).resolve().parents[2]
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _root() -> Path:
+    """The folder holding alembic.ini and migrations/: the source tree, or (in the container image,
+    where the package is installed without them) the working directory."""
+    for candidate in (SOURCE_ROOT, Path.cwd()):
+        if (candidate / "alembic.ini").exists() and (candidate / "migrations").is_dir():
+            return candidate
+    raise FileNotFoundError(
+        "alembic.ini and migrations/ not found beside the source or in the working directory"
+    )
 
 
 def _config(url: str) -> Config:
-    config = Config(str(ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(ROOT / "migrations"))
+    root = _root()
+    config = Config(str(root / "alembic.ini"))
+    config.set_main_option("script_location", str(root / "migrations"))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 
