@@ -18,13 +18,7 @@ pytestmark = pytest.mark.e2e
 SCENARIOS = Path(__file__).parent / "scenarios" / "controller"
 
 # Scenarios that show a known bug outside the controller shell; strict, so a fix makes them fail loudly.
-KNOWN_BUGS = {
-    "10-resume-with-failed-pod-kept": (
-        "core/podgroups.py podgroup_status counts a Failed pod as scheduled, so the PodGroup recreated "
-        "on ResumeJob turns Completed at once from the kept Failed pod and the scheduler never places "
-        "the new one"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _cases() -> list[object]:

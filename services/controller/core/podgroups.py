@@ -206,19 +206,27 @@ def podgroup_status(
     status = dict(podgroup.get("status") or {})
     members = pods_of_podgroup(podgroup, pods)
     phases = [str((p.get("status") or {}).get("phase") or "Pending") for p in members]
+    # As Volcano's scheduler counts a gang: allocated or Succeeded members. A Failed pod that a
+    # resumed job keeps does not fill the gang, or the new PodGroup would read Completed at once
+    # and its fresh pods would never be placed.
     scheduled = [
         phase
         for p, phase in zip(members, phases, strict=True)
-        if (p.get("spec") or {}).get("nodeName") or phase != "Pending"
+        if phase != "Failed" and ((p.get("spec") or {}).get("nodeName") or phase != "Pending")
     ]
     running = phases.count("Running")
     min_member = int((podgroup.get("spec") or {}).get("minMember") or 0)
+    # A gang whose every member finished is Completed (a gang of zero, at once).
+    everything_finished = (bool(phases) or min_member == 0) and all(
+        ph in ("Succeeded", "Failed") for ph in phases
+    )
     current = status.get("phase") or "Pending"
     if running and unschedulable_now:
         phase = "Unknown"
+    elif everything_finished:
+        phase = "Completed"
     elif len(scheduled) >= min_member:
-        finished = sum(1 for ph in scheduled if ph in ("Succeeded", "Failed"))
-        phase = "Completed" if finished == len(scheduled) else "Running"
+        phase = "Running"
     else:
         phase = "Inqueue" if admitted or current == "Inqueue" else "Pending"
     status.update(

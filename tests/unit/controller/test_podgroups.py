@@ -256,3 +256,11 @@ def test_workload_first_pod_creates_then_updates_its_podgroup() -> None:
 )
 def test_workload_changes_that_touch_nothing(workload: dict[str, Any], pod: dict[str, Any] | None) -> None:
     assert workload_podgroup(workload, pod, None) == ("none", None)
+
+
+def test_a_kept_failed_pod_does_not_fill_a_resumed_gang() -> None:
+    """ResumeJob keeps the Failed pod; the new gang must wait for placement, not read Completed."""
+    resumed = {**PG, "spec": {"minMember": 1}, "status": {"phase": "Inqueue"}}
+    status = podgroup_status(resumed, [_member("Failed"), _member("Pending", None)])
+    assert status["phase"] == "Inqueue"
+    assert status["failed"] == 1
