@@ -122,10 +122,13 @@ class GangKeeper:
         )
 
     async def _evict(self, data: msg.PodsEvicted) -> None:
+        # Read the pods before evicting them: the eviction deletes a pod, and once the watch has
+        # dropped it from the cache there would be nothing to hang the Evict event on, leaving the
+        # eviction invisible to users (and to `kubectl get events`).
+        pods = [self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions]
         results = await asyncio.gather(*(self._kube.evict(e.namespace, e.name) for e in data.evictions))
-        for eviction in data.evictions:
-            pod = self._cache.get("Pod", (eviction.namespace, eviction.name))
-            if pod is not None:
+        for eviction, pod, done in zip(data.evictions, pods, results, strict=True):
+            if pod is not None and done:
                 await self._kube.record_event(
                     pod,
                     type_="Warning",
