@@ -148,7 +148,10 @@ class ExternalStack:
                 try:
                     kube.delete(kind, namespace, name, grace_seconds=0 if kind == "Pod" else None)
                 except KubeError as error:
-                    if not (error.not_found or error.conflict):
+                    # Admission refuses to delete a queue that still holds jobs; the jobs deleted a
+                    # moment ago may still be counted, so that refusal is retried until the deadline.
+                    waiting_queue = kind == "Queue" and error.status == 403
+                    if not (error.not_found or error.conflict or waiting_queue):
                         raise
             self._sleep(0.2)
 

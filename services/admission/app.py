@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from urllib.parse import urlparse
@@ -58,6 +59,13 @@ async def run(settings: AdmissionSettings, health: Health) -> None:
         server = uvicorn.Server(config)
         # Stopping is run_service's job (it cancels us); uvicorn must not take the signals over.
         server.capture_signals = contextlib.nullcontext  # type: ignore[assignment]
+        # Listen before registering: once the API server knows the webhook it calls it for every
+        # Job, Queue and PodGroup, and a webhook that is not yet there fails those writes.
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                await serving  # it failed to start: raise why
+            await asyncio.sleep(0.02)
         if settings.register_webhooks:
             service = (
                 None if settings.webhook_url else (settings.service_name, settings.service_namespace, 443)
@@ -72,7 +80,10 @@ async def run(settings: AdmissionSettings, health: Health) -> None:
                 ),
             )
         health.set_ready()
-        await server.serve()
+        try:
+            await serving
+        finally:
+            server.should_exit = True
     finally:
         await api.close()
         await bus.close()

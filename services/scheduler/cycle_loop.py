@@ -131,7 +131,7 @@ class CycleLoop:
                 event_id = f"{epoch}:{cycle}:{what}:{gang_uid}"
                 events.append(
                     (
-                        subjects.decision(what, gang.namespace, gang.name),
+                        subjects.decision(gang.namespace, gang.name),
                         new_event(
                             data, source=SOURCE, event_id=event_id, subject=f"{gang.namespace}/{gang.name}"
                         ),

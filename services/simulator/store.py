@@ -232,6 +232,10 @@ class Store:
 
     def replace(self, kind: Kind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
         """Store `new` in place of `old`; 409 if the object changed since `old` was read."""
+        # The stored object gets metadata of its own: callers build `new` from dicts they still hold
+        # (`{**node, "spec": ...}`), and stamping the version into a shared dict would rewrite an
+        # object already handed to watchers.
+        new = {**new, "metadata": dict(new["metadata"])}
         metadata = new["metadata"]
         namespace, name = metadata.get("namespace", ""), metadata["name"]
         current = self.get(kind, namespace, name)

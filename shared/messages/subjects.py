@@ -59,9 +59,13 @@ def cluster_resynced(kind: str) -> str:
     return f"cluster.{kind.lower()}._resynced"
 
 
-def decision(what: str, namespace: str, gang: str) -> str:
-    """A scheduler decision about one gang: `decisions.<what>.<ns>.<podgroup>`."""
-    return f"decisions.{what}.{_key(namespace, gang)}"
+def decision(namespace: str, gang: str) -> str:
+    """Every scheduler decision about one gang: `decisions.<ns>.<podgroup>`.
+
+    One subject per gang, whatever the decision (its event type says which), because consumers keep
+    order per subject: an "unschedulable" must never be handled after the "placed" that followed it.
+    """
+    return f"decisions.{_key(namespace, gang)}"
 
 
 def job_event(what: str, namespace: str, name: str) -> str:

@@ -19,15 +19,7 @@ pytestmark = pytest.mark.e2e
 SCENARIOS = Path(__file__).parent / "scenarios" / "scheduler"
 
 # Scenarios that fail every time because of a known bug outside the scheduler.
-KNOWN_BUGS = {
-    "09-uncordoned-node-used-again": (
-        "simulator: Store.replace stamps the new resourceVersion into new['metadata'] in place, and the "
-        "kubelet's taint write after an uncordon shares that dict with the uncordon's own object, so the "
-        "uncordon's watch event goes out at the same resourceVersion with the stale taint; the watcher "
-        "publishes both under one Nats-Msg-Id and JetStream drops the real one, leaving the scheduler "
-        "seeing node.kubernetes.io/unschedulable for ever"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _case(path: Path) -> object:
