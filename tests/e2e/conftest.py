@@ -7,6 +7,7 @@ integration tests' clean-up of streams never touches it, and it is stopped befor
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,3 +34,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stacks.Stack]:
     finally:
         stacks.down(state_dir)
         os.environ.update(saved)
+
+
+def kubectl(stack: stacks.Stack, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """kubectl against the stack's simulated cluster, as a user would run it."""
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", stack.kubeconfig, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

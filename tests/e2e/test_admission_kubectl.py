@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from phalanx import stack as stacks
 from services.admission.context_loader import CACHE_SECONDS
 from shared.storage import tables
+from tests.e2e.conftest import kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -44,16 +44,6 @@ spec:
       replicas: 1
       template: {spec: {containers: [{name: main, image: busybox}]}}
 """
-
-
-def kubectl(stack: stacks.Stack, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["kubectl", "--kubeconfig", stack.kubeconfig, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def queue_manifest(name: str, parent: str | None) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from phalanx import events
 from phalanx import stack as stacks
+from tests.e2e.conftest import kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -35,16 +35,6 @@ spec:
       replicas: 1
       template: {spec: {containers: [{name: c, image: busybox}]}}
 """
-
-
-def kubectl(stack: stacks.Stack, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["kubectl", "--kubeconfig", stack.kubeconfig, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_a_volcano_job_applied_with_kubectl_runs_to_completed(stack: stacks.Stack) -> None:
