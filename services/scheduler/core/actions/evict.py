@@ -8,6 +8,11 @@ committed only if the whole gang then reaches its minimum, so nothing is evicted
 would still not fit. A victim gang loses single tasks only while it stays at or above its
 minimum; otherwise it is evicted whole. Pipelined preemptors become nominations: the freed room
 is reserved for them and, being pipelined, they are not starving, so no new evictions follow.
+
+preempt then runs Volcano's second phase, inside each gang that was starving: a pending task may
+take the place of lower-priority running tasks of its own gang. Each such swap is its own trial,
+kept only when the task then fits, and refused when it would deepen the gang's shortfall (fewer
+members, overall or of a task role, than before and than its minimum).
 """
 
 from __future__ import annotations
@@ -54,6 +59,101 @@ def _run(ctx: CycleContext, mode: str) -> None:
     for gang in starving:
         if gang.is_starving():
             _make_room(ctx, gang, mode)
+    if mode == PREEMPT:
+        for gang in starving:
+            _swap_within(ctx, gang)
+
+
+def _swap_within(ctx: CycleContext, gang: GangView) -> None:
+    """Volcano's preemption between tasks of one job: pending tasks, in task order, until one fails."""
+    if not ctx.conf.enabled("priority", "enablePreemptable"):
+        return  # the priority plugin is what lets a task outrank its own gang's tasks
+    for task in [t for t in gang.tasks if t.status == PENDING and not t.best_effort]:
+        if queue_blocker(gang.queue, task.request, ctx.rules) is None and ctx.placer.find(task):
+            continue  # it fits without evicting anything: no reason to take a sibling's place
+        if task.info.preemption_policy == "Never" or not _swap_one(ctx, gang, task):
+            return
+
+
+def _swap_one(ctx: CycleContext, gang: GangView, task: TaskView) -> bool:
+    state = ctx.state
+    for node in ctx.placer.static_fit(task).candidates:
+        victims = _own_victims_on(ctx, gang, task, node)
+        if victims is None:
+            continue
+        state.begin()
+        for victim in victims:
+            state.evict(victim)
+        if queue_blocker(gang.queue, task.request, ctx.rules) is not None:
+            state.rollback()
+            return False
+        state.assign(task, node, PIPELINED)
+        state.commit()
+        for victim in victims:
+            ctx.evictions.append(
+                Eviction(
+                    task_uid=victim.info.uid,
+                    namespace=victim.info.namespace,
+                    name=victim.info.name,
+                    node=state.nodes[node].name,
+                    reason=PREEMPT,
+                    preemptor_gang_uid=gang.uid,
+                )
+            )
+        return True
+    return False
+
+
+def _own_victims_on(ctx: CycleContext, gang: GangView, task: TaskView, node: int) -> list[TaskView] | None:
+    """Lower-priority tasks of `task`'s own gang on `node` whose eviction makes it fit, or None."""
+    state = ctx.state
+    here = [
+        v
+        for v in state.tasks_on_node[node].values()
+        if v.gang is gang
+        and v.status in (BOUND, RUNNING)
+        and v.info.preemptable
+        and v.info.priority < task.info.priority
+        and not (task.best_effort and not v.best_effort)
+        and not _protected(ctx, v)
+    ]
+    # Least important first: the reverse of task order.
+    here.sort(key=lambda v: v.order, reverse=True)
+    room = state.future_idle(node)
+    freed = [0] * state.space.size
+    chosen: list[TaskView] = []
+    for victim in here:
+        chosen.append(victim)
+        for i, amount in victim.request:
+            room[i] += amount
+            freed[i] += amount
+        if _fits(room, task.request) and _queue_room(ctx, gang, task.request, freed):
+            return chosen if _keeps_gang_whole(gang, task, chosen) else None
+    return None
+
+
+def _keeps_gang_whole(gang: GangView, task: TaskView, victims: list[TaskView]) -> bool:
+    """A swap may not deepen the gang's shortfall: members after >= min(members before, minimum)."""
+    before = gang.ready + gang.waiting
+    after = before - len(victims) + 1
+    if after < min(before, gang.info.min_member):
+        return False
+    if not gang.role_minimums_apply():
+        return True
+    for role, minimum in gang.info.min_task_member.items():
+        held = gang.role_ready.get(role, 0) + gang.role_waiting.get(role, 0)
+        lost = sum(1 for v in victims if v.info.task_role == role)
+        gained = 1 if task.info.task_role == role else 0
+        if held - lost + gained < min(held, minimum):
+            return False
+    return True
+
+
+def _protected(ctx: CycleContext, victim: TaskView) -> bool:
+    """conformance: critical pods and kube-system are never victims."""
+    return ctx.conf.enabled("conformance") and (
+        victim.info.priority_class_name in _CRITICAL_CLASSES or victim.info.namespace == "kube-system"
+    )
 
 
 def _make_room(ctx: CycleContext, gang: GangView, mode: str) -> None:
@@ -207,9 +307,7 @@ def _eligible(ctx: CycleContext, gang: GangView, task: TaskView, victim: TaskVie
         return False
     if any(t.status in (ALLOCATED, PIPELINED) for t in victim_gang.tasks):
         return False  # a gang placed in this very cycle is not taken apart again
-    if ctx.conf.enabled("conformance") and (
-        victim.info.priority_class_name in _CRITICAL_CLASSES or victim.info.namespace == "kube-system"
-    ):
+    if _protected(ctx, victim):
         return False
     if task.best_effort and not victim.best_effort:
         return False
