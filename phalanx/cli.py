@@ -6,6 +6,7 @@ phalanx migrate                   apply the schema to PHALANX_DATABASE_URL
 phalanx simulator                 the simulated cluster alone
 phalanx scenario run FILE...      run scenarios against the whole stack
 phalanx events watch              the audit stream, live or replayed
+phalanx bench NAME...             end-to-end scheduling benchmarks (results in benchmarks/results)
 """
 
 from __future__ import annotations
@@ -214,6 +215,38 @@ def events_watch(
         audit.run(
             nats_url, since=start, pattern=type_, emit=print, as_json=as_json, stop_after_idle=idle_exit
         )
+
+
+@app.command()
+def bench(
+    names: list[str] = typer.Argument(
+        ..., help="Scenarios: s1, s2, s2-10000x1, s2-500x20, s2-20x500, s2-contended."
+    ),
+    qps: float = typer.Option(
+        None, "--qps", help="The simulated API's write limit (e.g. 5000); default none."
+    ),
+    scale: float = typer.Option(
+        1.0, "--scale", help="Shrink nodes and pods by this factor for a quick look."
+    ),
+    out: Path = typer.Option(Path("benchmarks/results"), "--out", help="Where the results files go."),
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the pods to be bound."),
+    keep: bool = typer.Option(False, "--keep", help="Leave the stack running afterwards."),
+) -> None:
+    """Run the whole stack against the simulator, create a scenario's load and record the figures."""
+    from phalanx.bench import report, runner, workloads
+
+    unknown = [name for name in names if name not in workloads.SCENARIOS]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown scenario {unknown[0]!r}; known: {', '.join(workloads.SCENARIOS)}", param_hint="NAMES"
+        )
+    settings = runner.RunSettings(qps=qps, scale=scale, timeout_s=timeout, keep_stack=keep)
+    for name in names:
+        scenario = workloads.scaled(workloads.SCENARIOS[name], scale)
+        result = runner.run(scenario, settings, say=console.print)
+        path = report.write(result, out)
+        console.print(report.render(result))
+        console.print(f"[bold]written to {path}[/bold]")
 
 
 @app.command(

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def up(
     *,
     nodes_file: Path | None = None,
     scheduler_conf: Path | None = None,
+    simulator_args: Sequence[str] = (),
     say: object = print,
 ) -> Stack:
     state_dir = state_dir.resolve()
@@ -96,9 +98,9 @@ def up(
     kubeconfig = state_dir / "kubeconfig"
     kubeconfig.unlink(missing_ok=True)
     simulator_port = local.free_port()
-    simulator_args = ["--port", str(simulator_port), "--kubeconfig", str(kubeconfig)]
+    simulator_command = ["--port", str(simulator_port), "--kubeconfig", str(kubeconfig), *simulator_args]
     if nodes_file:
-        simulator_args += ["--nodes", str(nodes_file)]
+        simulator_command += ["--nodes", str(nodes_file)]
     stack = Stack(
         str(state_dir),
         nats.url,
@@ -107,7 +109,7 @@ def up(
         f"http://127.0.0.1:{simulator_port}",
         infra=started_infra,
     )
-    stack.processes.append(_spawn("simulator", simulator_args, {}, logs, health_port=0))
+    stack.processes.append(_spawn("simulator", simulator_command, {}, logs, health_port=0))
     _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
     for name in SERVICES:
         stack.processes.append(_spawn_service(name, stack, logs, scheduler_conf=scheduler_conf))

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from services.simulator.admission import Admission
+from services.simulator.audit import Audit
 from services.simulator.default_scheduler import DefaultScheduler
 from services.simulator.kubelet import Kubelets, Timers
 from services.simulator.nodes import DEFAULT_NODES, NodeSpec, parse_node_entries
@@ -34,6 +35,7 @@ class Cluster:
     operations: Operations
     limiter: TokenBucket | None
     scheduler: DefaultScheduler | None
+    audit: Audit
 
 
 def load_nodes(path: Path | None) -> list[NodeSpec]:
@@ -69,4 +71,5 @@ def build_cluster(
         Operations(store, admission, clock),
         limiter,
         scheduler,
+        Audit(),
     )

@@ -9,6 +9,9 @@ that the Kubernetes API has no verb for.
   POST   /simulator/v1/nodes/{name}/{cordon|uncordon|notready|ready}
   POST   /simulator/v1/nodes/{name}/taint                           {key, value, effect}
   POST   /simulator/v1/nodes/{name}/untaint                         {key, effect?}
+  GET    /simulator/v1/audit                                        writes served, pods created and bound
+  GET    /simulator/v1/audit/pods                                   when each pod was created and bound
+  DELETE /simulator/v1/audit                                        start counting afresh
 
 Node bodies use the nodes file's fields. Where the Kubernetes API has an equivalent (delete a
 node, cordon = spec.unschedulable, taints = spec.taints) this goes through the same verbs.
@@ -36,6 +39,11 @@ async def handle(cluster: Cluster, method: str, parts: list[str], body: Any) -> 
         return 200, await cluster.operations.delete(NODES, "", parts[1])
     if len(parts) == 3 and parts[0] == "nodes" and method == "POST":
         return 200, await _node_action(cluster, parts[1], parts[2], body)
+    if parts[:1] == ["audit"] and len(parts) <= 2 and method == "GET":
+        return 200, cluster.audit.report(pods=parts[1:] == ["pods"])
+    if parts == ["audit"] and method == "DELETE":
+        cluster.audit.reset()
+        return 200, {}
     raise _NOT_FOUND
 
 

@@ -149,14 +149,29 @@ class ApiApp:
             return 200, discovery
         if method in _WRITES and self.cluster.limiter is not None:
             await self.cluster.limiter.acquire()
+        audit = self.cluster.audit
         if parts[:2] == ["api", "v1"] and len(parts) == 5 and parts[4] == "bindings" and method == "POST":
             payload = _json(body)
             name = (payload.get("metadata") or {}).get("name", "") if isinstance(payload, dict) else ""
-            return 201, await self.cluster.operations.bind(parts[3], name, payload)
+            answer = await self.cluster.operations.bind(parts[3], name, payload)
+            audit.write(method, "pods/binding")
+            audit.pod_bound(parts[3], name)
+            return 201, answer
         target = resolve(parts)
         if target is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        return await self._serve(target, method, params, headers, body)
+        status, answer = await self._serve(target, method, params, headers, body)
+        if method in _WRITES:
+            resource = (
+                f"{target.kind.plural}/{target.subresource}" if target.subresource else target.kind.plural
+            )
+            audit.write(method, resource)
+            if target.kind is kinds.PODS and method == "POST":
+                if target.subresource == "binding":
+                    audit.pod_bound(target.namespace or "", target.name)
+                elif not target.name:
+                    audit.pod_created(answer["metadata"]["namespace"], answer["metadata"]["name"])
+        return status, answer
 
     async def _serve(
         self,

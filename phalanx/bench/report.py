@@ -1,0 +1,118 @@
+"""The results file of one benchmark run: when, on what, with which settings, and the figures,
+as Markdown a reader can compare with the peers' published numbers."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+from phalanx.bench.figures import Spread
+from phalanx.bench.runner import Result
+
+SERVICES = ("simulator", "watcher", "admission", "controller", "scheduler", "nats", "postgres")
+
+
+def file_name(result: Result) -> str:
+    qps = f"-qps{result.settings.qps:g}" if result.settings.qps else ""
+    return f"bench-{result.scenario.name}{qps}.md".replace("@", "-scaled-")
+
+
+def _num(value: float, digits: int = 1) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def _spread(spread: Spread | None) -> str:
+    if spread is None:
+        return "n/a"
+    return f"{_num(spread.p50, 2)} / {_num(spread.p90, 2)} / {_num(spread.p99, 2)} / {_num(spread.max, 2)}"
+
+
+def render(result: Result, *, when: datetime | None = None) -> str:
+    f, scenario, settings = result.figures, result.scenario, result.settings
+    when = when or datetime.now(UTC)
+    pods = max(f.pods_bound, 1)
+    lines = [
+        f"# `phalanx bench {scenario.name}`" + (f" at {settings.qps:g} QPS" if settings.qps else ""),
+        "",
+        f"{scenario.summary}.",
+        "",
+        f"- Date: {when:%Y-%m-%d %H:%M} UTC",
+        f"- Machine: {result.environment['cpu']}, {result.environment['cores']} cores, "
+        f"{result.environment['memory']}; {result.environment['os']}",
+        f"- Versions: Phalanx {result.environment['phalanx']}, Python {result.environment['python']}, "
+        f"nats-server {result.environment['nats-server']}, PostgreSQL {result.environment['postgresql']}",
+        f"- Settings: {scenario.nodes.count} nodes of {scenario.nodes.cpu} CPU / {scenario.nodes.memory} / "
+        f"{scenario.nodes.pods} pods; pods request {scenario.cpu} CPU and {scenario.memory}; "
+        f"{scenario.clients} concurrent clients; simulator write limit "
+        f"{format(settings.qps, 'g') + ' QPS' if settings.qps else 'none'}; Volcano's benchmark scheduler "
+        "profile (enqueue, allocate, backfill); every service one process on embedded defaults; "
+        "the load generator on the same two cores.",
+        "",
+        "## Figures",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| pods created / bound (of {f.pods_expected}) | {f.pods_created} / {f.pods_bound} |",
+        f"| create requests that failed | {result.create_failures} |",
+        f"| first create → all pods exist | {_num(f.all_created_s, 2)} s |",
+        f"| first create → all bound | {_num(f.all_bound_s, 2)} s |",
+        f"| pods/s, binds ÷ (last bind - first bind) | {_num(f.pods_per_s_bind_window)} |",
+        f"| pods/s, binds ÷ (last bind - first create) | {_num(f.pods_per_s_end_to_end)} |",
+        f"| pods/s, mean of per-second samples | {_num(f.pods_per_s_sampled)} |",
+        f"| pod latency created → bound, p50 / p90 / p99 / max | {_spread(f.pod_latency)} s |",
+    ]
+    if f.job_latency is not None:
+        lines.append(
+            f"| job latency created → last pod bound, p50 / p90 / p99 / max | {_spread(f.job_latency)} s |"
+        )
+    lines += [
+        f"| gangs: whole / not placed / **partially bound** (of {f.gangs}) | "
+        f"{f.gangs_whole} / {f.gangs_unplaced} / **{f.gangs_partial}** |",
+    ]
+    if f.gang_bind_spread is not None and scenario.replicas > 1:
+        lines.append(
+            f"| within a gang, first → last bind, p50 / p90 / p99 / max | {_spread(f.gang_bind_spread)} s |"
+        )
+    lines += [
+        "",
+        "## Cost per bound pod",
+        "",
+        "| process | CPU s | CPU ms per pod |",
+        "|---|---|---|",
+    ]
+    for name in SERVICES:
+        if name in result.cpu_seconds:
+            seconds = result.cpu_seconds[name]
+            lines.append(f"| {name} | {_num(seconds, 2)} | {_num(seconds * 1000 / pods, 2)} |")
+    total = sum(result.cpu_seconds.values())
+    lines += [
+        f"| all | {_num(total, 2)} | {_num(total * 1000 / pods, 2)} |",
+        "",
+        "| writes | total | per pod |",
+        "|---|---|---|",
+        f"| Kubernetes API (simulator) | {sum(result.api_writes.values())} | "
+        f"{_num(sum(result.api_writes.values()) / pods, 2)} |",
+        f"| JetStream messages stored | {result.jetstream_messages} | "
+        f"{_num(result.jetstream_messages / pods, 2)} |",
+        f"| PostgreSQL transactions | {result.postgres.transactions} | "
+        f"{_num(result.postgres.transactions / pods, 2)} |",
+        f"| PostgreSQL rows written | {result.postgres.rows_written} | "
+        f"{_num(result.postgres.rows_written / pods, 2)} |",
+        "",
+        "API writes by request: "
+        + ", ".join(
+            f"{key} {count}" for key, count in sorted(result.api_writes.items(), key=lambda kv: -kv[1])
+        ),
+        "",
+    ]
+    if result.notes:
+        lines += ["## Notes", "", *(f"- {note}" for note in result.notes), ""]
+    return "\n".join(lines)
+
+
+def write(result: Result, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / file_name(result)
+    path.write_text(render(result))
+    return path
