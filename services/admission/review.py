@@ -5,7 +5,7 @@ the mutating webhook paths) or `validate` (for the validating ones), then writes
 dict as JSON. Dispatch is by the request's kind and operation; kinds that are not ours are
 allowed untouched, so an admission rule can never block unrelated objects. Mutations are
 returned as a base64 JSONPatch; denials as a Kubernetes Status whose message is Volcano's exact
-text and whose causes name each field.
+text followed by each cause's field path and rule, and whose causes name each field.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Literal
 import orjson
 
 from .rules.context import AdmissionContext
-from .rules.errors import FieldError, MessageStyle, compose
+from .rules.errors import FieldError, MessageStyle, compose, with_causes
 from .rules.jobs import (
     CREATE_STYLE,
     UPDATE_STYLE,
@@ -150,7 +150,8 @@ def _validation(
         errors, style = validate_podgroup_create(new, ctx), PODGROUP_STYLE
     if not errors:
         return _allowed()
-    return _denied(compose(errors, style), reason, DENIED_CODE, errors, details)
+    message = with_causes(compose(errors, style), errors)
+    return _denied(message, reason, DENIED_CODE, errors, details)
 
 
 def _allowed() -> dict[str, Any]:

@@ -4,6 +4,8 @@ Every rule returns `FieldError`s: the field path and reason become the `causes` 
 Kubernetes Status that `review.py` sends back; `text` is the exact wording Volcano's webhook
 puts in the Status message for that error, so that kubectl prints what Volcano would print.
 Volcano joins errors differently per object and operation, hence the `compose` styles.
+kubectl prints only the Status message, so `with_causes` appends each error's field path and
+rule to Volcano's text: a user sees where the object is wrong, not just Volcano's summary.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ Reason = Literal[
     "FieldValueForbidden",
     "FieldValueTooLong",
 ]
+
+# How each reason reads in a message, as Kubernetes' own field errors word them.
+REASON_WORDS: dict[str, str] = {
+    "FieldValueInvalid": "invalid value",
+    "FieldValueRequired": "required value",
+    "FieldValueDuplicate": "duplicate value",
+    "FieldValueNotSupported": "unsupported value",
+    "FieldValueForbidden": "forbidden",
+    "FieldValueTooLong": "too long",
+}
 
 MessageStyle = Literal["concat", "first", "aggregate", "join"]
 """How Volcano combines messages: job CREATE concatenates `text`s (each carries its own spacing
@@ -59,6 +71,18 @@ def compose(errors: Sequence[FieldError], style: MessageStyle) -> str:
     if style == "aggregate":
         return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return "; ".join(text.strip() for text in texts)
+
+
+def with_causes(message: str, errors: Sequence[FieldError]) -> str:
+    """Volcano's `message`, unchanged, followed by one line per error: its field path and rule.
+
+    Volcano's text stays first and whole, so whoever looks for it still finds it; the lines
+    after it carry what `status.details.causes` carries, for clients that print only the message.
+    """
+    if not errors:
+        return message
+    lines = [f"  {error.field} ({REASON_WORDS[error.reason]}): {error.message}" for error in errors]
+    return "\n".join([message, "causes:", *lines])
 
 
 def go_invalid(field: str, value: object, detail: str) -> str:

@@ -63,7 +63,12 @@ def test_denial_is_a_status_with_volcanos_message_and_field_causes() -> None:
     assert status["code"] == 403
     assert status["message"] == (
         "job 'minAvailable' should not be greater than total replicas in tasks; can only submit "
-        "job to queue with state `Open`, queue `closed` status is `Closed`;"
+        "job to queue with state `Open`, queue `closed` status is `Closed`;\n"
+        "causes:\n"
+        "  spec.minAvailable (invalid value): job 'minAvailable' should not be greater than total "
+        "replicas in tasks\n"
+        "  spec.queue (invalid value): can only submit job to queue with state `Open`, queue "
+        "`closed` status is `Closed`"
     )
     assert status["details"]["kind"] == "Job"
     assert status["details"]["group"] == "batch.volcano.sh"
@@ -92,7 +97,11 @@ def test_job_update_dispatches_to_update_rules() -> None:
 def test_queue_delete_is_refused_as_forbidden() -> None:
     request = admission_review(None, "DELETE", old=queue("default"))
     status = validate(request, CTX)["response"]["status"]
-    assert (status["reason"], status["message"]) == ("Forbidden", "`default` queue can not be deleted")
+    assert status["reason"] == "Forbidden"
+    assert status["message"] == (
+        "`default` queue can not be deleted\ncauses:\n"
+        "  metadata.name (forbidden): `default` queue can not be deleted"
+    )
 
 
 def test_podgroup_to_closed_queue_is_refused() -> None:
