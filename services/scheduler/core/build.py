@@ -16,6 +16,7 @@ from services.scheduler.core.fairness import (
     cluster_usage,
     compute_deserved,
 )
+from services.scheduler.core.hdrf import HierarchyShares
 from services.scheduler.core.messages import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
 from services.scheduler.core.ordering import task_order
 from services.scheduler.core.placement import Placer
@@ -96,6 +97,8 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
     _add_elastic(state)
     carried = _reapply_nominations(state)
     compute_deserved(state, conf)
+    if conf.enabled("drf", "enableHierarchy"):
+        state.hierarchy = HierarchyShares(state, cluster_total(state))
     predicates = conf.plugin("predicates")
     options = PredicateOptions(
         enabled=predicates is not None and predicates.enabled("enablePredicate"),

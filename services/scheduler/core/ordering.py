@@ -58,9 +58,18 @@ def job_key(gang: GangView, state: CycleState, conf: SchedulerConf, total: list[
 
 
 def queue_key(queue: QueueView, conf: SchedulerConf, state: CycleState) -> tuple[object, ...]:
-    if conf.enabled("proportion", "enableQueueOrder") or conf.enabled("capacity", "enableQueueOrder"):
-        return (-queue.info.priority, queue_share(queue, fair_dims(state)), queue.name)
-    return (queue.name,)
+    """proportion/capacity (priority, then share) and hierarchical drf, in configuration order."""
+    key: list[object] = []
+    for tier in conf.tiers:
+        for option in tier.plugins:
+            if not option.enabled("enableQueueOrder"):
+                continue
+            if option.name in ("proportion", "capacity"):
+                key.extend((-queue.info.priority, queue_share(queue, fair_dims(state))))
+            elif option.name == "drf" and option.enabled("enableHierarchy") and state.hierarchy:
+                key.append(state.hierarchy.queue_key(queue))
+    key.append(queue.name)
+    return tuple(key)
 
 
 def seconds_of(moment: datetime) -> float:

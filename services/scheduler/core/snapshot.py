@@ -58,6 +58,8 @@ class QueueInfo:
     state: str = "Open"  # "Open" | "Closed" | "Closing"
     parent: str | None = None
     priority: int = 0
+    # Queue annotations; hierarchical drf reads volcano.sh/hierarchy and -weights from them.
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,8 @@ class GangInfo:
     # Since when the gang has held resources with fewer members than its minimum; kept by the shell
     # from `CyclePlan.underfilled` and used only by the optional release rule.
     below_min_since: datetime | None = None
+    # PodGroup annotations (a Volcano Job's are copied onto its PodGroup); task-topology reads them.
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from services.scheduler.core.snapshot import (
     ALLOCATED,
@@ -28,6 +29,9 @@ from services.scheduler.core.snapshot import (
     TaskInfo,
 )
 from services.scheduler.core.vectors import ResourceSpace, Sparse, add_into
+
+if TYPE_CHECKING:
+    from services.scheduler.core.hdrf import HierarchyShares
 
 READY_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, SUCCEEDED})
 QUEUE_ALLOCATED_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, PIPELINED})
@@ -142,6 +146,8 @@ class CycleState:
         self.queues: dict[str, QueueView] = {}
         self.gangs: list[GangView] = []
         self.commits = 0
+        self.changes = 0  # bumped by every change of an allocation: lets derived orders go stale
+        self.hierarchy: HierarchyShares | None = None  # drf with enableHierarchy only
         self.anti_affinity_pods = 0  # placed pods whose anti-affinity later pods must respect
         self.releasing_tasks = 0  # pods being evicted: their room can be pipelined onto
         self._undo: list[Callable[[], None]] | None = None
@@ -169,6 +175,7 @@ class CycleState:
         queue = task.gang.queue
         if queue is None:
             return
+        self.changes += 1
         add_into(queue.alloc, task.request, sign)
         for ancestor in queue.ancestors:
             add_into(ancestor.alloc, task.request, sign)

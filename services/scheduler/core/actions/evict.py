@@ -238,7 +238,7 @@ def _victims_on(
             batch = [t for t in batch if t.info.uid not in chosen]
             if not all(_eligible(ctx, gang, task, t, mode) for t in batch):
                 continue  # the whole gang would have to go, and part of it may not
-        if mode == RECLAIM and not _queue_still_over(ctx, victim_gang, batch, credit):
+        if mode == RECLAIM and not _queue_still_over(ctx, gang, task, victim_gang, batch, credit):
             continue
         for member in batch:
             chosen[member.info.uid] = member
@@ -268,25 +268,50 @@ def _queue_room(ctx: CycleContext, gang: GangView, request: Sparse, freed: list[
     return True
 
 
+def _reclaim_judge(ctx: CycleContext) -> str | None:
+    """The plugin that judges reclaim victims: the first of proportion, capacity and
+    hierarchical drf in configuration order (Volcano lets the first deciding tier decide)."""
+    for tier in ctx.conf.tiers:
+        for option in tier.plugins:
+            if not option.enabled("enableReclaimable"):
+                continue
+            if option.name in ("proportion", "capacity"):
+                return option.name
+            if option.name == "drf" and option.enabled("enableHierarchy"):
+                return "drf"
+    return None
+
+
 def _queue_still_over(
-    ctx: CycleContext, victim_gang: GangView, batch: list[TaskView], credit: dict[str, list[int]]
+    ctx: CycleContext,
+    gang: GangView,
+    task: TaskView,
+    victim_gang: GangView,
+    batch: list[TaskView],
+    credit: dict[str, list[int]],
 ) -> bool:
-    """reclaim takes from a queue only while it holds more than it deserves (and its guarantee)."""
+    """reclaim takes from a queue only while it holds more than it deserves (and its guarantee),
+    or, with hierarchical drf, while the reclaimer's queue would still come first."""
     queue = victim_gang.queue
     if queue is None:
         return True
     taken = credit.setdefault(queue.name, [0] * ctx.state.space.size)
     dims = fair_dims(ctx.state)
     allocated = [queue.alloc[i] - taken[i] for i in range(len(taken))]
-    if ctx.conf.enabled("proportion", "enableReclaimable") and queue.deserved is not None:
+    judge = _reclaim_judge(ctx)
+    if judge == "proportion" and queue.deserved is not None:
         if all(allocated[i] <= queue.deserved[i] for i in dims):
             return False
-    elif ctx.conf.enabled("capacity", "enableReclaimable"):
+    elif judge == "capacity":
         deserved = queue.deserved or queue.capability
         if all(allocated[i] <= deserved[i] for i in dims):
             return False
+    elif judge == "drf" and ctx.state.hierarchy is not None:
+        requests = [member.request for member in batch]
+        if not ctx.state.hierarchy.reclaim_allowed(gang, task.request, victim_gang, requests):
+            return False
     else:
-        return False  # without proportion or capacity no queue is judged over its share
+        return False  # without proportion, capacity or hierarchical drf no queue is over its share
     after = list(allocated)
     for member in batch:
         for i, amount in member.request:
