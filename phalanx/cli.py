@@ -231,6 +231,7 @@ def bench(
     out: Path = typer.Option(Path("benchmarks/results"), "--out", help="Where the results files go."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the pods to be bound."),
     keep: bool = typer.Option(False, "--keep", help="Leave the stack running afterwards."),
+    profile: Path = typer.Option(None, "--profile", help="Write py-spy profiles of every service here."),
 ) -> None:
     """Run the whole stack against the simulator, create a scenario's load and record the figures."""
     from phalanx.bench import report, runner, workloads
@@ -240,7 +241,9 @@ def bench(
         raise typer.BadParameter(
             f"unknown scenario {unknown[0]!r}; known: {', '.join(workloads.SCENARIOS)}", param_hint="NAMES"
         )
-    settings = runner.RunSettings(qps=qps, scale=scale, timeout_s=timeout, keep_stack=keep)
+    settings = runner.RunSettings(
+        qps=qps, scale=scale, timeout_s=timeout, keep_stack=keep, profile_dir=profile
+    )
     for name in names:
         scenario = workloads.scaled(workloads.SCENARIOS[name], scale)
         result = runner.run(scenario, settings, say=console.print)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import platform
+import signal
 import subprocess
 import tempfile
 import time
@@ -58,6 +59,7 @@ class RunSettings:
     timeout_s: float = 600.0
     stall_s: float = 30.0
     keep_stack: bool = False
+    profile_dir: Path | None = None  # py-spy profiles of every service while measuring, if set
 
 
 @dataclass
@@ -124,6 +126,7 @@ async def _measure(
 
         requests, gang_minimum = _load(scenario)
         say(f"creating {scenario.measured_pods} pods ({len(requests)} objects), {scenario.clients} clients")
+        profilers = _start_profilers(stack, settings.profile_dir)
         started = time.time()
         gangs_created: dict[str, float] = {}
         failures = await _create_all(session, requests, scenario.clients, created_at=gangs_created)
@@ -131,6 +134,7 @@ async def _measure(
         if failures:
             say(f"{failures} creates failed")
         await _wait_for_binds(session, expected, settings, say)
+        _stop_profilers(profilers, say)
 
         await asyncio.sleep(1.5)  # PostgreSQL backends flush their statistics about once a second
         cpu = {name: after - cpu_before[name] for name, after in probes.cpu_by_name(pids).items()}
@@ -159,6 +163,44 @@ async def _measure(
         create_failures=failures,
         environment=await _environment(stack),
     )
+
+
+def _start_profilers(stack: stacks.Stack, directory: Path | None) -> list[subprocess.Popen[bytes]]:
+    """py-spy on each of our processes, sampling only while the load is measured."""
+    if directory is None:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(process.pid),
+                "--rate",
+                "100",
+                "--format",
+                "raw",
+                "--nonblocking",
+                "--output",
+                str(directory / f"{process.name}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for process in stack.processes
+    ]
+
+
+def _stop_profilers(profilers: list[subprocess.Popen[bytes]], say: Callable[[str], object]) -> None:
+    for profiler in profilers:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+    for profiler in profilers:
+        try:
+            profiler.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            profiler.kill()
+            say(f"py-spy (pid {profiler.pid}) did not stop; its profile may be missing")
 
 
 def _pods_path() -> str:
