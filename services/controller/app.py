@@ -56,6 +56,7 @@ async def run(settings: ControllerSettings, health: Health) -> None:
         tasks.append(asyncio.create_task(relay.run()))
         await _prime(cache, kube)
         await dispatcher.queues.ensure_default_queue()
+        await dispatcher.jobs.restore_timers()
         await _resync(dispatcher)
 
         async def on_cluster(event: CloudEvent[Any]) -> None:

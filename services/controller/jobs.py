@@ -4,8 +4,9 @@ For a change to a Job, its pods or its PodGroup, `JobDriver` builds the job's st
 cache (`observe_job`), classifies the change (`pod_event`, `podgroup_event`, `job_event`), calls
 `transition`, and applies the effects in order, each idempotent. One job's changes are handled
 one at a time (a lock per job uid); different jobs run concurrently. Timers for delayed actions
-and the TTL live here. A phase change is recorded in the `jobs` table and announced on `jobs.*`
-and `audit.*` through the controller's outbox, in one transaction.
+and the TTL are armed here and kept in `job_timers` (timers.py), so a restarted controller re-arms
+them at their deadlines (`restore_timers`). A phase change is recorded in the `jobs` table and
+announced on `jobs.*` and `audit.*` through the controller's outbox, in one transaction.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from services.controller.core.plugins.ssh import secret_conflict
 from services.controller.core.plugins.sshkeys import generate_key_pair
 from services.controller.core.pods import build_pod, build_pvc
 from services.controller.kube_writes import KubeWrites
+from services.controller.timers import TimerStore
 from shared.clock import Clock
 from shared.kube.client import ApiError
 from shared.messages import subjects
@@ -66,12 +68,13 @@ class JobDriver:
         self._timers: dict[str, dict[str, DelayedAction]] = defaultdict(dict)
         self._handles: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._create_slots = asyncio.Semaphore(CREATE_CONCURRENCY)
+        self._timer_store = TimerStore(sessions)
 
     # -- entry points: one per kind of change ---------------------------------------------------
 
     async def job_changed(self, old: Json | None, new: Json | None) -> None:
         if new is None:
-            self._forget((old or {}).get("metadata", {}).get("uid", ""))
+            await self._forget((old or {}).get("metadata", {}).get("uid", ""))
             return
         event = job_event(old, new)
         if event is not None:
@@ -114,6 +117,10 @@ class JobDriver:
         result = transition(state, event, self._clock.now())
         uid = state.uid
         self._timers[uid] = {t.key: t for t in result.state.timers}
+        timer_changes = [e for e in result.effects if isinstance(e, fx.ScheduleTimer | fx.CancelTimer)]
+        if timer_changes:
+            # Recorded before anything is done, so a crash part-way still leaves the deadline.
+            await self._timer_store.apply(uid, timer_changes, self._timers[uid])
         failures: list[str] = []
         for effect in result.effects:
             job = self._cache.by_uid("Job", uid) or job
@@ -124,6 +131,11 @@ class JobDriver:
                 failures.append(str(error))
         if state.status.phase != result.state.status.phase:
             await self._record_phase(state, result.state)
+        if isinstance(event, ev.TimerFired) and not any(
+            isinstance(e, fx.ScheduleTimer) and e.key == event.key for e in result.effects
+        ):
+            # Only now, after its effects: a crash before this point fires it again at start.
+            await self._timer_store.fired(uid, event.key, self._clock.now())
         if failures and not isinstance(event, ev.PodCreationFailed):
             follow_up = self._cache.by_uid("Job", uid)
             if follow_up is not None:
@@ -273,11 +285,23 @@ class JobDriver:
 
         self._handles[(job_uid, key)] = loop.call_later(delay, fire)
 
-    def _forget(self, job_uid: str) -> None:
+    async def _forget(self, job_uid: str) -> None:
         for key in [k for k in self._handles if k[0] == job_uid]:
             self._handles.pop(key).cancel()
         self._timers.pop(job_uid, None)
         self._locks.pop(job_uid, None)
+        await self._timer_store.forget(job_uid)
+
+    async def restore_timers(self) -> None:
+        """At start, before the first resync: re-arm every stored deadline of a job that still
+        exists (one already past fires at once), and drop those of jobs deleted meanwhile."""
+        for stored in await self._timer_store.load():
+            if self._cache.by_uid("Job", stored.job_uid) is None:
+                await self._timer_store.forget(stored.job_uid)
+                continue
+            if stored.delayed is not None:
+                self._timers[stored.job_uid][stored.key] = stored.delayed
+            self._arm(stored.job_uid, stored.key, stored.due)
 
     # -- phase records ------------------------------------------------------------------------------
 

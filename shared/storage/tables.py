@@ -226,6 +226,22 @@ class GangFence(Base):
     epoch: Mapped[int] = mapped_column(BigInteger)
 
 
+class JobTimer(Base):
+    """A job's pending deadline (a policy's delayed action, or its TTL): re-armed when the controller
+    starts, deleted when the transition that cancels it happens or once it has fired."""
+
+    __tablename__ = "job_timers"
+    job_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(253), primary_key=True)
+    due: Mapped[datetime]
+    action: Mapped[str] = mapped_column(String(32))
+    event: Mapped[str] = mapped_column(String(32), default="")
+    task: Mapped[str] = mapped_column(String(253), default="")
+    pod: Mapped[str] = mapped_column(String(253), default="")
+    pod_uid: Mapped[str] = mapped_column(String(64), default="")
+    partition: Mapped[str] = mapped_column(String(253), default="")
+
+
 class ControllerOutbox(_Outbox, Base):
     __tablename__ = "controller_outbox"
     __table_args__ = (
@@ -249,5 +265,6 @@ OWNERS: dict[str, str] = {
     "jobs": "controller",
     "applied_commands": "controller",
     "gang_fences": "controller",
+    "job_timers": "controller",
     "controller_outbox": "controller",
 }

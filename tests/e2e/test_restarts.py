@@ -1,8 +1,13 @@
-"""Kill -9 each service in turn while gangs are being scheduled; nothing is lost or done twice.
+"""Kill -9 services mid-work; nothing is lost or done twice.
 
-A watcher polls the cluster throughout: a gang may be seen partly bound for the moment its binds
-are in flight, but never left so. At the end every job has Completed, and every pod was placed on
-exactly one node (the scheduler's decisions and the pods agree).
+Each service in turn while gangs are being scheduled: a watcher polls the cluster throughout, and a
+gang may be seen partly bound for the moment its binds are in flight, but never left so. At the end
+every job has Completed, and every pod was placed on exactly one node (the scheduler's decisions and
+the pods agree).
+
+The controller while job timers are pending: a policy's delayed action and a ttlSecondsAfterFinished
+fire after the restart at their deadlines; a delayed action cancelled before the restart stays
+cancelled.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ import asyncio
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, config
@@ -20,6 +28,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from phalanx import stack as stacks
 from phalanx.scenario import ExternalStack
+from phalanx.scenario.kube import Kube
+from phalanx.scenario.manifests import command_manifest
 from phalanx.scenario.model import ClusterSpec
 from shared.storage import tables
 
@@ -28,18 +38,19 @@ GANG = 4
 PARTIAL_GRACE_SECONDS = 5.0
 
 
-def job(name: str) -> dict[str, object]:
+def job(name: str, *, replicas: int = GANG, **spec: object) -> dict[str, Any]:
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "minAvailable": GANG,
+            "minAvailable": replicas,
             "schedulerName": "volcano",
+            **spec,
             "tasks": [
                 {
                     "name": "worker",
-                    "replicas": GANG,
+                    "replicas": replicas,
                     "template": {
                         "metadata": {"annotations": {"simulator.phalanx/run-seconds": "3"}},
                         "spec": {
@@ -151,3 +162,98 @@ async def _bind_decisions(url: str) -> dict[str, set[str]]:
     for uid, node in rows:
         nodes[uid].add(node)
     return nodes
+
+
+ABORT_AFTER_SECONDS = 10
+
+
+def test_job_timers_pending_at_a_controller_restart_fire_after_it_and_cancelled_ones_stay_cancelled(
+    stack: stacks.Stack,
+) -> None:
+    ExternalStack(Path(stack.state_dir)).reset(
+        ClusterSpec.model_validate({"nodes": [{"name": "node-1", "cpu": "16", "memory": "64Gi"}]}), None
+    )
+    kube = Kube(Path(stack.kubeconfig), stack.simulator_url)
+    delayed_abort = {
+        "policies": [{"event": "PodFailed", "action": "AbortJob", "timeout": f"{ABORT_AFTER_SECONDS}s"}]
+    }
+    for manifest in (
+        job("timer-fires", replicas=2, **delayed_abort),
+        job("timer-cancelled", replicas=2, **delayed_abort),
+        job("ttl-fires", replicas=1, ttlSecondsAfterFinished=ABORT_AFTER_SECONDS),
+    ):
+        _forever(manifest)
+        kube.create(manifest)
+    for name in ("timer-fires", "timer-cancelled", "ttl-fires"):
+        _wait_for(kube, name, lambda s: _phase(s) == "Running" and s.get("running") == s.get("minAvailable"))
+
+    failed_at = time.time()
+    for name in ("timer-fires-worker-0", "timer-cancelled-worker-0"):
+        kube.control(f"/simulator/v1/namespaces/default/pods/{name}/fail", {"exitCode": 1})
+    kube.control("/simulator/v1/namespaces/default/pods/ttl-fires-worker-0/succeed", {})
+    _wait_for(kube, "ttl-fires", lambda s: _phase(s) == "Completed")
+    # RestartJob supersedes the pending AbortJob (both act on the whole job), as in Volcano.
+    kube.create(
+        command_manifest(
+            "default", "RestartJob", "batch.volcano.sh/v1alpha1", "Job", _get(kube, "timer-cancelled")
+        )
+    )
+    _wait_for(kube, "timer-cancelled", lambda s: s.get("retryCount") == 1)
+    assert time.time() < failed_at + ABORT_AFTER_SECONDS, (
+        "the restart must happen while the timers are pending"
+    )
+
+    stacks.restart(stack, "controller")
+
+    aborted = _wait_for(kube, "timer-fires", lambda s: _phase(s) == "Aborted")
+    aborting_at = next(
+        c["lastTransitionTime"] for c in aborted.get("conditions") or [] if c.get("status") == "Aborting"
+    )
+    # Conditions carry whole seconds: allow the one lost to rounding, never an early firing.
+    assert _epoch(aborting_at) >= int(failed_at) + ABORT_AFTER_SECONDS - 1
+    _wait_for(kube, "ttl-fires", lambda _: False, gone_ok=True)  # until the TTL has deleted it
+
+    while time.time() < failed_at + ABORT_AFTER_SECONDS + 4:
+        status = _get(kube, "timer-cancelled").get("status") or {}
+        assert _phase(status) not in ("Aborting", "Aborted"), status
+        time.sleep(0.2)
+    assert status.get("retryCount") == 1
+
+
+def _forever(manifest: dict[str, Any]) -> None:
+    """Pods that run until the test ends them."""
+    del manifest["spec"]["tasks"][0]["template"]["metadata"]
+
+
+def _get(kube: Kube, name: str) -> dict[str, Any]:
+    return kube.get("Job", "default", name) or {}
+
+
+def _phase(status: dict[str, Any]) -> str:
+    return str((status.get("state") or {}).get("phase", ""))
+
+
+def _epoch(stamp: str) -> int:
+    return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+
+
+def _wait_for(
+    kube: Kube,
+    name: str,
+    holds: Callable[[dict[str, Any]], bool],
+    *,
+    gone_ok: bool = False,
+    within: float = 60,
+) -> dict[str, Any]:
+    """The job's status once `holds` is true of it (with `gone_ok`, of {} once the job is gone)."""
+    deadline = time.monotonic() + within
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        found = kube.get("Job", "default", name)
+        if found is None and gone_ok:
+            return {}
+        status = (found or {}).get("status") or {}
+        if found is not None and holds(status):
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"job {name}: condition not reached within {within:.0f} s; last status {status}")
