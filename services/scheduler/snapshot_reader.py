@@ -50,38 +50,31 @@ async def read_snapshot(
     session: AsyncSession, *, now: datetime, decision_ttl: timedelta, memory: ShellMemory
 ) -> ReadResult:
     await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
-    live = tables.Queue.deleted.is_(False)
-    queue_rows = (await session.execute(select(tables.Queue).where(live))).scalars().all()
-    node_rows = (
-        (await session.execute(select(tables.Node).where(tables.Node.deleted.is_(False)))).scalars().all()
+    # Plain rows from Core selects, not ORM instances: building and tracking an instance per pod
+    # was most of a cycle's cost on a large cluster.
+    queue, node, priority_class = (
+        tables.Queue.__table__.c,
+        tables.Node.__table__.c,
+        tables.PriorityClass.__table__.c,
     )
+    group, pod = tables.PodGroup.__table__.c, tables.Pod.__table__.c
+    queue_rows = (await session.execute(select(tables.Queue.__table__).where(queue.deleted.is_(False)))).all()
+    node_rows = (await session.execute(select(tables.Node.__table__).where(node.deleted.is_(False)))).all()
     priority_rows = (
-        (await session.execute(select(tables.PriorityClass).where(tables.PriorityClass.deleted.is_(False))))
-        .scalars()
-        .all()
-    )
+        await session.execute(select(tables.PriorityClass.__table__).where(priority_class.deleted.is_(False)))
+    ).all()
     group_rows = (
-        (
-            await session.execute(
-                select(tables.PodGroup).where(
-                    tables.PodGroup.deleted.is_(False), tables.PodGroup.phase != "Completed"
-                )
-            )
+        await session.execute(
+            select(tables.PodGroup.__table__).where(group.deleted.is_(False), group.phase != "Completed")
         )
-        .scalars()
-        .all()
-    )
+    ).all()
     pod_rows = (
-        (
-            await session.execute(
-                select(tables.Pod).where(
-                    tables.Pod.deleted.is_(False), tables.Pod.phase.in_(("Pending", "Running", "Succeeded"))
-                )
+        await session.execute(
+            select(tables.Pod.__table__).where(
+                pod.deleted.is_(False), pod.phase.in_(("Pending", "Running", "Succeeded"))
             )
         )
-        .scalars()
-        .all()
-    )
+    ).all()
     decision_rows = (
         await session.execute(
             select(
@@ -113,11 +106,12 @@ async def read_snapshot(
 def build_snapshot(
     *,
     now: datetime,
-    queues: Collection[tables.Queue],
-    nodes: Collection[tables.Node],
-    priority_classes: Collection[tables.PriorityClass],
-    groups: Collection[tables.PodGroup],
-    pods: Collection[tables.Pod],
+    # Rows of the tables of the same names: Core rows or ORM instances (tests), read by attribute.
+    queues: Collection[Any],
+    nodes: Collection[Any],
+    priority_classes: Collection[Any],
+    groups: Collection[Any],
+    pods: Collection[Any],
     decisions: Collection[Any],
     memory: ShellMemory,
 ) -> core.Snapshot:
@@ -172,7 +166,7 @@ def build_snapshot(
     )
 
 
-def _queue(row: tables.Queue) -> core.QueueInfo:
+def _queue(row: Any) -> core.QueueInfo:
     return core.QueueInfo(
         name=row.name,
         weight=row.weight,
@@ -186,7 +180,7 @@ def _queue(row: tables.Queue) -> core.QueueInfo:
     )
 
 
-def _node(row: tables.Node) -> core.NodeInfo:
+def _node(row: Any) -> core.NodeInfo:
     return core.NodeInfo(
         name=row.name,
         allocatable=Resources(row.allocatable),
@@ -197,7 +191,7 @@ def _node(row: tables.Node) -> core.NodeInfo:
     )
 
 
-def _task(pod: tables.Pod, decided_node: str | None, evicting: bool, memory: ShellMemory) -> core.TaskInfo:
+def _task(pod: Any, decided_node: str | None, evicting: bool, memory: ShellMemory) -> core.TaskInfo:
     placement = pod.placement or {}
     status = _TASK_STATUS.get(pod.phase, core.PENDING)
     node = pod.node_name

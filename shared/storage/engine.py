@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.ext.asyncio import AsyncSession as AsyncSession
 
@@ -14,7 +15,15 @@ def make_engine(settings: PostgresSettings) -> AsyncEngine:
         pool_size=settings.pool_size,
         max_overflow=settings.pool_size,
         pool_pre_ping=True,
+        # JSONB columns (requests, labels, placement) are decoded for every row of a snapshot;
+        # orjson does it several times faster than the standard library.
+        json_serializer=_dumps,
+        json_deserializer=orjson.loads,
     )
+
+
+def _dumps(value: object) -> str:
+    return orjson.dumps(value).decode()
 
 
 def make_sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
