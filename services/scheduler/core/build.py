@@ -41,6 +41,7 @@ from services.scheduler.core.state import (
     TaskView,
     initial_count,
 )
+from services.scheduler.core.topology import order_tasks, topology_scores
 from services.scheduler.core.vectors import UNLIMITED, ResourceSpace, add_into, fits_with
 
 _KNOWN_STATUSES = frozenset({PENDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED})
@@ -106,7 +107,17 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         taint_toleration=_flag(conf, "predicate.TaintTolerationEnable"),
         pod_affinity=_flag(conf, "predicate.PodAffinityEnable"),
     )
-    placer = Placer(state, weights_from_conf(conf), options)
+    topology = None
+    if conf.enabled("task-topology"):
+        topology = topology_scores(state.gangs, conf.argument("task-topology", "task-topology.weight", 1))
+        if conf.enabled("task-topology", "enableTaskOrder"):
+            for gang in state.gangs:
+                found = topology.of(gang)
+                if found is not None:
+                    order_tasks(gang, found)
+        if not conf.enabled("task-topology", "enableNodeOrder"):
+            topology = None
+    placer = Placer(state, weights_from_conf(conf), options, topology)
     ctx = CycleContext(
         state=state,
         conf=conf,

@@ -65,10 +65,11 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     ),
     "binpack": frozenset({"binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources"}),
     "sla": frozenset({"sla-waiting-time"}),
+    "task-topology": frozenset({"task-topology.weight"}),
 }
 # Volcano names Phalanx knows but does not implement: refused by name rather than ignored.
 UNIMPLEMENTED_PLUGINS = frozenset({
-    "task-topology", "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp", "pdb",
+    "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp", "pdb",
     "rescheduling", "usage", "resource-strategy-fit", "nodegroup", "extender", "resourcequota",
 })  # fmt: skip
 UNIMPLEMENTED_ACTIONS = frozenset({"shuffle", "gangpreempt", "gangreclaim"})

@@ -29,6 +29,7 @@ from services.scheduler.core.predicates import (
 from services.scheduler.core.scoring import Scorer, ScoreWeights, make_scorer, static_bonus
 from services.scheduler.core.snapshot import RELEASING, TaskInfo
 from services.scheduler.core.state import CycleState, TaskView
+from services.scheduler.core.topology import TopologyScores
 from services.scheduler.core.vectors import first_short, fits, fits_with
 
 
@@ -58,10 +59,17 @@ def static_key(task: TaskInfo) -> Hashable:
 class Placer:
     """Finds nodes for tasks over a `CycleState`; one per cycle."""
 
-    def __init__(self, state: CycleState, weights: ScoreWeights, options: PredicateOptions) -> None:
+    def __init__(
+        self,
+        state: CycleState,
+        weights: ScoreWeights,
+        options: PredicateOptions,
+        topology: TopologyScores | None = None,
+    ) -> None:
         self._state = state
         self._weights = weights
         self._options = options
+        self._topology = topology
         self._static: dict[Hashable, StaticFit] = {}
         self._shapes: dict[Hashable, Shape] = {}
         self._fit_errors: dict[tuple[Hashable, int], str] = {}
@@ -95,13 +103,14 @@ class Placer:
     # --- finding a node ---------------------------------------------------------------------
     def find(self, task: TaskView, *, pipeline: bool = True) -> tuple[int, bool] | None:
         """Best node for `task` and whether it must be pipelined (wait for releasing room)."""
-        # Pods with required (anti-)affinity, or any pod once an anti-affine pod is placed,
-        # depend on where other pods are: no cached order can stand for that.
+        # Pods with required (anti-)affinity, or any pod once an anti-affine pod is placed, and
+        # tasks whose gang has a task topology depend on where other pods are: no cached order
+        # can stand for that.
         needs_scan = (
             self._options.enabled
             and self._options.pod_affinity
             and (has_pod_affinity(task.info) or self._state.anti_affinity_pods > 0)
-        )
+        ) or (self._topology is not None and self._topology.applies(task))
         node = self._scan(task, future=False) if needs_scan else self._from_heap(task)
         if node is not None:
             return node, False
@@ -165,6 +174,7 @@ class Placer:
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
         scorer = make_scorer(self._weights, state.space, task.request)
+        topology = self._topology.bonus(task) if self._topology and self._topology.applies(task) else {}
         best: tuple[float, int] | None = None
         for node in static.candidates:
             if future:
@@ -174,7 +184,7 @@ class Placer:
                 continue
             if affinity is not None and affinity.failure(node) is not None:
                 continue
-            score = static.bonus.get(node, 0.0)
+            score = static.bonus.get(node, 0.0) + topology.get(node, 0.0)
             if scorer is not None:
                 score += scorer(state.idle[node], state.allocatable[node])
             if best is None or score > best[0]:
