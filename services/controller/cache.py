@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from services.controller.core.jobstate import PodView
+from services.controller.core.observe import pod_view
+
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); cluster-scoped objects use ""
 
@@ -43,6 +46,10 @@ class Cache:
         self._owned: dict[str, set[Key]] = defaultdict(set)  # owner uid -> pod keys
         self._grouped: dict[Key, set[Key]] = defaultdict(set)  # (ns, podgroup) -> pod keys
         self._by_uid: dict[str, dict[str, Key]] = defaultdict(dict)
+        # The lifecycle's view of each pod, kept with the object it was made from: a job's state
+        # is observed on every change of any of its pods, and re-parsing all of them each time
+        # made a gang's cost grow with the square of its size.
+        self._pod_views: dict[Key, tuple[Json, PodView]] = {}
 
     class Stale(Exception):
         """The event is older than what the cache holds."""
@@ -84,6 +91,7 @@ class Cache:
         self._by_uid[kind].pop(uid, None)
         if kind == "Pod":
             self._index_pod(key, held, None)
+            self._pod_views.pop(key, None)
         return held
 
     def _index_pod(self, key: Key, old: Json | None, new: Json | None) -> None:
@@ -99,6 +107,20 @@ class Cache:
     def pods_owned_by(self, owner_uid: str) -> list[Json]:
         pods = self._objects["Pod"]
         return [pods[k] for k in self._owned.get(owner_uid, ()) if k in pods]
+
+    def pod_views_owned_by(self, owner_uid: str) -> tuple[PodView, ...]:
+        pods = self._objects["Pod"]
+        views = []
+        for key in self._owned.get(owner_uid, ()):
+            pod = pods.get(key)
+            if pod is None:
+                continue
+            held = self._pod_views.get(key)
+            if held is None or held[0] is not pod:
+                held = (pod, pod_view(pod))
+                self._pod_views[key] = held
+            views.append(held[1])
+        return tuple(views)
 
     def pods_in_group(self, namespace: str, podgroup: str) -> list[Json]:
         pods = self._objects["Pod"]

@@ -40,6 +40,9 @@ log = structlog.get_logger()
 Json = dict[str, Any]
 SOURCE = "phalanx/controller"
 BIND_CONCURRENCY = 64
+# A gang's members change in bursts (a hundred binds, then a hundred starts); its status is
+# written once per burst rather than once per member.
+STATUS_COALESCE_SECONDS = 0.05
 
 
 class GangKeeper:
@@ -59,6 +62,8 @@ class GangKeeper:
         self._on_committed = on_committed
         self._locks: dict[tuple[str, str], asyncio.Lock] = defaultdict(asyncio.Lock)
         self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
+        self._status_due: set[tuple[str, str]] = set()
+        self._status_updates: set[asyncio.Task[None]] = set()
 
     # -- decisions ---------------------------------------------------------------------------------
 
@@ -171,8 +176,26 @@ class GangKeeper:
     # -- PodGroup status ---------------------------------------------------------------------------
 
     async def group_changed(self, namespace: str, podgroup: str) -> None:
-        """A member pod or the PodGroup changed: bring phase and counters up to date."""
-        await self._update_status(namespace, podgroup)
+        """A member pod or the PodGroup changed: bring phase and counters up to date shortly.
+
+        The update reads the cache when it runs, so one update covers every change before it. If
+        the controller stops first, the periodic resync brings the status up to date.
+        """
+        key = (namespace, podgroup)
+        if key not in self._status_due:
+            self._status_due.add(key)
+            asyncio.get_running_loop().call_later(STATUS_COALESCE_SECONDS, self._start_status_update, key)
+
+    def _start_status_update(self, key: tuple[str, str]) -> None:
+        self._status_due.discard(key)
+        task = asyncio.get_running_loop().create_task(self._update_status(*key))
+        self._status_updates.add(task)
+        task.add_done_callback(self._status_update_done)
+
+    def _status_update_done(self, task: asyncio.Task[None]) -> None:
+        self._status_updates.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("PodGroup status update failed", error=repr(task.exception()))
 
     async def _update_status(
         self, namespace: str, name: str, *, admitted: bool = False, condition: Json | None = None

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -111,7 +112,8 @@ class JobDriver:
     def _observe(self, job: Json) -> JobState:
         uid = job["metadata"]["uid"]
         podgroup = self._cache.get("PodGroup", (job["metadata"].get("namespace", ""), _podgroup_name(job)))
-        return observe_job(job, self._cache.pods_owned_by(uid), podgroup, self._timers[uid].values())
+        state = observe_job(job, (), podgroup, self._timers[uid].values())
+        return replace(state, pods=self._cache.pod_views_owned_by(uid))
 
     async def _transition(self, job: Json, state: JobState, event: ev.JobEvent) -> None:
         result = transition(state, event, self._clock.now())
