@@ -70,6 +70,7 @@ class JobDriver:
         self._handles: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._create_slots = asyncio.Semaphore(CREATE_CONCURRENCY)
         self._timer_store = TimerStore(sessions)
+        self._podgroup_checked: dict[str, tuple[Any, ...]] = {}  # job uid -> what last agreed
 
     # -- entry points: one per kind of change ---------------------------------------------------
 
@@ -212,13 +213,21 @@ class JobDriver:
         priorities = {
             p["metadata"]["name"]: int(p.get("value") or 0) for p in self._cache.all("PriorityClass")
         }
-        desired = build_podgroup(job, priorities)
-        existing = self._cache.get(
-            "PodGroup", (job["metadata"].get("namespace", ""), desired["metadata"]["name"])
+        existing = self._cache.get("PodGroup", (job["metadata"].get("namespace", ""), _podgroup_name(job)))
+        # Every pod change of a job syncs it; its PodGroup only needs another look when the job,
+        # the PodGroup or a priority changed since the last one agreed.
+        checked = (
+            job["metadata"].get("resourceVersion"),
+            _version(existing),
+            tuple(sorted(priorities.items())),
         )
+        if existing is not None and self._podgroup_checked.get(job["metadata"]["uid"]) == checked:
+            return
+        desired = build_podgroup(job, priorities)
         if existing is None:
             await self._kube.create(desired)
             return
+        self._podgroup_checked[job["metadata"]["uid"]] = checked
         patch = podgroup_needs_update(existing, desired)
         if patch:
             await self._kube.patch(
@@ -292,6 +301,7 @@ class JobDriver:
             self._handles.pop(key).cancel()
         self._timers.pop(job_uid, None)
         self._locks.pop(job_uid, None)
+        self._podgroup_checked.pop(job_uid, None)
         await self._timer_store.forget(job_uid)
 
     async def restore_timers(self) -> None:
@@ -369,6 +379,10 @@ class JobDriver:
                 ],
             )
         self._on_committed()
+
+
+def _version(obj: Json | None) -> str | None:
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def _podgroup_name(job: Json) -> str:
