@@ -10,10 +10,11 @@ cluster confirms it, and nothing is booked twice.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,6 +24,7 @@ from shared.domain.resources import Resources
 from shared.storage import tables
 
 DEFAULT_QUEUE = "default"
+T = TypeVar("T")
 _TASK_STATUS = {
     "Pending": core.PENDING,
     "Running": core.RUNNING,
@@ -37,6 +39,23 @@ class ShellMemory:
 
     nominations: dict[str, str] = field(default_factory=dict)  # task uid -> node
     below_min_since: dict[str, datetime] = field(default_factory=dict)  # gang uid -> since
+    # Core objects built from rows, by (table, key) with the row's resourceVersion: most rows are
+    # unchanged from one cycle to the next, and rebuilding every node and pod was most of a
+    # cycle's cost in a large cluster.
+    built: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
+
+    def reuse(self, table: str, key: str, version: int, make: Callable[[], T]) -> T:
+        held = self.built.get((table, key))
+        if held is not None and held[0] == version:
+            return cast(T, held[1])
+        made = make()
+        self.built[(table, key)] = (version, made)
+        return made
+
+    def forget_unseen(self, seen: int) -> None:
+        """Drop what no longer exists, once stale entries outnumber the live ones."""
+        if len(self.built) > 2 * seen + 1000:
+            self.built.clear()
 
 
 @dataclass(frozen=True)
@@ -128,13 +147,12 @@ def build_snapshot(
     others: list[core.OtherPod] = []
     for pod in pods:
         if pod.ours and pod.group_name:
+            task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, pod))
             members[(pod.namespace, pod.group_name)].append(
-                _task(pod, binds.get(pod.uid), pod.uid in evicting, memory)
+                _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )
         elif pod.node_name and pod.phase in ("Pending", "Running"):
-            others.append(
-                core.OtherPod(node=pod.node_name, request=Resources(pod.request), namespace=pod.namespace)
-            )
+            others.append(memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, pod)))
     gangs = []
     for group in groups:
         tasks = tuple(sorted(members.get((group.namespace, group.name), ()), key=lambda t: t.name))
@@ -156,8 +174,14 @@ def build_snapshot(
             )
         )
     gangs.sort(key=lambda g: (g.created, g.uid))
+    memory.forget_unseen(len(pods) + len(nodes))
     return core.Snapshot(
-        nodes=tuple(sorted((_node(n) for n in nodes), key=lambda n: n.name)),
+        nodes=tuple(
+            sorted(
+                (memory.reuse("nodes", n.name, n.resource_version, partial(_node, n)) for n in nodes),
+                key=lambda n: n.name,
+            )
+        ),
         queues=tuple(sorted(queue_infos, key=lambda q: q.name)),
         gangs=tuple(gangs),
         now=now,
@@ -191,16 +215,13 @@ def _node(row: Any) -> core.NodeInfo:
     )
 
 
-def _task(pod: Any, decided_node: str | None, evicting: bool, memory: ShellMemory) -> core.TaskInfo:
+def _task(pod: Any) -> core.TaskInfo:
+    """The task as its row says, before this cycle's pending decisions are laid over it."""
     placement = pod.placement or {}
     status = _TASK_STATUS.get(pod.phase, core.PENDING)
     node = pod.node_name
     if node and status == core.PENDING:
         status = core.BOUND  # bound, not yet started by its kubelet
-    if not node and decided_node:
-        node, status = decided_node, core.BOUND
-    if evicting and node:
-        status = core.RELEASING
     return core.TaskInfo(
         uid=pod.uid,
         namespace=pod.namespace,
@@ -215,5 +236,21 @@ def _task(pod: Any, decided_node: str | None, evicting: bool, memory: ShellMemor
         tolerations=tuple(placement.get("tolerations") or ()),
         labels=placement.get("labels") or {},
         priority_class_name=pod.priority_class or "",
-        nominated_node=memory.nominations.get(pod.uid),
     )
+
+
+def _other_pod(pod: Any) -> core.OtherPod:
+    return core.OtherPod(node=pod.node_name, request=Resources(pod.request), namespace=pod.namespace)
+
+
+def _overlay(
+    task: core.TaskInfo, decided_node: str | None, evicting: bool, nominated: str | None
+) -> core.TaskInfo:
+    node, status = task.node, task.status
+    if not node and decided_node:
+        node, status = decided_node, core.BOUND
+    if evicting and node:
+        status = core.RELEASING
+    if (node, status, nominated) == (task.node, task.status, task.nominated_node):
+        return task
+    return replace(task, node=node, status=status, nominated_node=nominated)
