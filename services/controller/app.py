@@ -8,7 +8,6 @@ nothing published meanwhile is lost). A periodic resync repairs whatever a lost 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import structlog
@@ -83,9 +82,8 @@ async def run(settings: ControllerSettings, health: Health) -> None:
 
 async def _prime(cache: Cache, kube: KubeWrites) -> None:
     for kind in PRIMED_KINDS:
-        for obj in await kube.list(kind):
-            with contextlib.suppress(Cache.Stale):
-                cache.put(kind, obj)
+        objects, listed_version = await kube.list(kind)
+        cache.prime(kind, objects, listed_version)
 
 
 async def _resync(dispatcher: Dispatcher) -> None:
@@ -93,7 +91,7 @@ async def _resync(dispatcher: Dispatcher) -> None:
     assert dispatcher.gangs is not None
     assert dispatcher.queues is not None
     cache = dispatcher.cache
-    await asyncio.gather(*(dispatcher.jobs.resync(j["metadata"]["uid"]) for j in cache.all("Job")))
+    await asyncio.gather(*(dispatcher.jobs.recover(j["metadata"]["uid"]) for j in cache.all("Job")))
     for podgroup in cache.all("PodGroup"):
         meta = podgroup["metadata"]
         await dispatcher.gangs.group_changed(meta.get("namespace", ""), meta["name"])

@@ -2,12 +2,13 @@
 
 Primed from the API at start (level-triggered), then kept current from `cluster.*` events and from
 the controller's own write responses. `put` refuses an older resourceVersion, so a replayed or
-reordered event never moves an object backwards, and returns the version it replaced: the
-"old" that the lifecycle compares the new against.
+reordered event never moves an object backwards, nor brings back one deleted before the priming
+list, and returns the version it replaced: the "old" that the lifecycle compares the new against.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from typing import Any
 
@@ -46,6 +47,7 @@ class Cache:
         self._owned: dict[str, set[Key]] = defaultdict(set)  # owner uid -> pod keys
         self._grouped: dict[Key, set[Key]] = defaultdict(set)  # (ns, podgroup) -> pod keys
         self._by_uid: dict[str, dict[str, Key]] = defaultdict(dict)
+        self._listed_at: dict[str, int] = {}  # kind -> resourceVersion of the priming list
         # The lifecycle's view of each pod, kept with the object it was made from: a job's state
         # is observed on every change of any of its pods, and re-parsing all of them each time
         # made a gang's cost grow with the square of its size.
@@ -53,6 +55,14 @@ class Cache:
 
     class Stale(Exception):
         """The event is older than what the cache holds."""
+
+    def prime(self, kind: str, objects: list[Json], listed_version: int) -> None:
+        """Fill from a list that was the whole truth at `listed_version`: an event no newer than
+        that about an object the list did not hold describes one deleted before it (a replay)."""
+        for obj in objects:
+            with contextlib.suppress(Cache.Stale):
+                self.put(kind, obj)
+        self._listed_at[kind] = listed_version
 
     def get(self, kind: str, key: Key) -> Json | None:
         return self._objects[kind].get(key)
@@ -71,6 +81,8 @@ class Cache:
         if held is not None and version_of(held) >= version_of(obj):
             raise Cache.Stale()
         if held is None and self._tombstones.get((kind, uid), -1) >= version_of(obj):
+            raise Cache.Stale()
+        if held is None and self._listed_at.get(kind, -1) >= version_of(obj):
             raise Cache.Stale()
         self._objects[kind][key] = obj
         self._by_uid[kind][uid] = key

@@ -28,7 +28,13 @@ from services.controller.core import events as ev
 from services.controller.core.jobpodgroup import build_podgroup, podgroup_needs_update
 from services.controller.core.jobstate import DelayedAction, JobState
 from services.controller.core.lifecycle import transition
-from services.controller.core.observe import job_event, observe_job, pod_event, podgroup_event
+from services.controller.core.observe import (
+    job_event,
+    missed_pod_events,
+    observe_job,
+    pod_event,
+    podgroup_event,
+)
 from services.controller.core.plugins import plugin_objects
 from services.controller.core.plugins.ssh import secret_conflict
 from services.controller.core.plugins.sshkeys import generate_key_pair
@@ -96,6 +102,15 @@ class JobDriver:
     async def resync(self, job_uid: str) -> None:
         """Level-triggered repair: sync the job as if it were out of sync."""
         await self._drive(job_uid, lambda _: ev.OutOfSync())
+
+    async def recover(self, job_uid: str) -> None:
+        """At start: first what the job's pods did while the controller was away, then a resync."""
+        job = self._cache.by_uid("Job", job_uid)
+        if job is None:
+            return
+        for missed in missed_pod_events(self._cache.pods_owned_by(job_uid), self._observe(job)):
+            await self._drive(job_uid, _always(missed))
+        await self.resync(job_uid)
 
     # -- the transition -------------------------------------------------------------------------
 
@@ -383,6 +398,10 @@ class JobDriver:
 
 def _version(obj: Json | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _always(event: ev.JobEvent) -> Callable[[JobState], ev.JobEvent]:
+    return lambda _: event
 
 
 def _podgroup_name(job: Json) -> str:

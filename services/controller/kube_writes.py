@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client
 
+from services.controller.cache import version_of
 from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
 
@@ -146,14 +147,15 @@ class KubeWrites:
                 return None
             raise
 
-    async def list(self, kind_name: str) -> list[Json]:
+    async def list(self, kind_name: str) -> tuple[list[Json], int]:
+        """Every object of the kind, and the list's resourceVersion (what it is the truth as of)."""
         kind = KINDS[kind_name]
         listed = await request(self._api, "GET", kind.collection())
         items: list[Json] = listed.get("items") or []
         for item in items:
             item.setdefault("kind", kind_name)
             item.setdefault("apiVersion", kind.api_version)
-        return items
+        return items, version_of(listed)
 
     async def record_event(
         self,

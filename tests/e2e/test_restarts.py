@@ -13,6 +13,8 @@ cancelled.
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import threading
 import time
 from collections import defaultdict
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 from kubernetes import client, config
 from sqlalchemy import select
@@ -31,6 +34,7 @@ from phalanx.scenario import ExternalStack
 from phalanx.scenario.kube import Kube
 from phalanx.scenario.manifests import command_manifest
 from phalanx.scenario.model import ClusterSpec
+from shared.messages import subjects
 from shared.storage import tables
 
 pytestmark = pytest.mark.e2e
@@ -257,3 +261,174 @@ def _wait_for(
             return status
         time.sleep(0.2)
     raise AssertionError(f"job {name}: condition not reached within {within:.0f} s; last status {status}")
+
+
+PLUGINS = {"plugins": {"env": [], "svc": [], "ssh": []}}
+OWNED_KINDS = ("Pod", "Service", "Secret", "ConfigMap", "NetworkPolicy", "PodGroup")
+
+
+def test_replaying_every_message_to_a_restarted_controller_duplicates_nothing_and_loses_no_transition(
+    stack: stacks.Stack,
+) -> None:
+    ExternalStack(Path(stack.state_dir)).reset(
+        ClusterSpec.model_validate({"nodes": [{"name": "node-1", "cpu": "16", "memory": "64Gi"}]}), None
+    )
+    kube = Kube(Path(stack.kubeconfig), stack.simulator_url)
+    restart_on_failure = {"policies": [{"event": "PodFailed", "action": "RestartJob"}]}
+    for manifest in (
+        job("replay-done", replicas=2, **PLUGINS),
+        job("replay-running", replicas=2, **PLUGINS),
+        job("replay-restarted", replicas=2, **PLUGINS, **restart_on_failure),
+    ):
+        _forever(manifest)
+        kube.create(manifest)
+    for name in ("replay-done", "replay-running", "replay-restarted"):
+        _wait_for(kube, name, lambda s: _phase(s) == "Running" and s.get("running") == 2)
+    for index in (0, 1):
+        kube.control(f"/simulator/v1/namespaces/default/pods/replay-done-worker-{index}/succeed", {})
+    _wait_for(kube, "replay-done", lambda s: _phase(s) == "Completed")
+    # A finished job's PodGroup and plugin objects go (Volcano's killJob); a replay must not bring
+    # them back.
+    _until(
+        lambda: (
+            not any(name.startswith("replay-done") for kind, name in _owned_objects(kube) if kind != "Pod")
+        )
+    )
+    before = _owned_objects(kube)
+
+    # Mid-job: the controller dies, a pod fails while it is away, and every durable consumer of
+    # the controller is removed, so the restarted controller is handed every message again.
+    stacks.stop_process(stack.process("controller"), sig=signal.SIGKILL)
+    kube.control("/simulator/v1/namespaces/default/pods/replay-restarted-worker-0/fail", {"exitCode": 1})
+    replayed = asyncio.run(_forget_controller_consumers(stack.nats_url))
+    assert replayed > 0
+    replay_started = time.time()
+    phases = PhaseWatch(kube, ("replay-done", "replay-running", "replay-restarted"))
+    phases.start()
+    try:
+        stacks.restart(stack, "controller", kill=False)
+        asyncio.run(_until_consumed(stack.nats_url))
+        restarted = _wait_for(
+            kube, "replay-restarted", lambda s: _phase(s) == "Running" and s.get("retryCount") == 1
+        )
+        time.sleep(1)  # anything the last replayed messages set off has happened
+        after = _owned_objects(kube)
+        for index in (0, 1):
+            kube.control(f"/simulator/v1/namespaces/default/pods/replay-running-worker-{index}/succeed", {})
+        _wait_for(kube, "replay-running", lambda s: _phase(s) == "Completed")
+    finally:
+        phases.stop.set()
+        phases.join()
+
+    assert restarted.get("running") == 2
+    # RestartJob makes the restarted job's pods, PodGroup and plugin objects anew, as in Volcano;
+    # everything else keeps its uid, and every object exists once, under the same name as before.
+    untouched = {key: uid for key, uid in before.items() if not key[1].startswith("replay-restarted")}
+    assert {key: after.get(key) for key in untouched} == untouched, "no pod or object was made again"
+    assert set(after) == set(before), "the same objects, none missing and none extra"
+    pods = _names(kube, "Pod", "volcano.sh/job-name=replay-restarted")
+    assert sorted(pods) == ["replay-restarted-worker-0", "replay-restarted-worker-1"]
+    assert phases.seen == {
+        "replay-done": ["Completed"],
+        "replay-running": ["Running", "Completed"],
+        "replay-restarted": ["Running", "Restarting", "Pending", "Running"],
+    }
+    announced = asyncio.run(_phase_changes(stack.nats_url, since=replay_started))
+    assert announced == {
+        "replay-restarted": ["Restarting", "Pending", "Running"],
+        "replay-running": ["Completed"],
+    }, "each transition announced once, and none again"
+
+
+class PhaseWatch(threading.Thread):
+    """Polls jobs' phases; keeps each job's sequence of distinct phases as a user would see it."""
+
+    def __init__(self, kube: Kube, names: tuple[str, ...]) -> None:
+        super().__init__(daemon=True)
+        self.kube, self.names = kube, names
+        self.stop = threading.Event()
+        self.seen: dict[str, list[str]] = {name: [] for name in names}
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for name in self.names:
+                phase = _phase(_get(self.kube, name).get("status") or {})
+                if phase and (not self.seen[name] or self.seen[name][-1] != phase):
+                    self.seen[name].append(phase)
+            time.sleep(0.05)
+
+
+def _owned_objects(kube: Kube) -> dict[tuple[str, str], str]:
+    """(kind, name) -> uid of everything the controller made for the jobs in namespace default."""
+    found: dict[tuple[str, str], str] = {}
+    for kind in OWNED_KINDS:
+        for obj in kube.list_objects(kind, "default"):
+            meta = obj["metadata"]
+            if meta["name"].startswith("replay-"):
+                found[(kind, meta["name"])] = meta["uid"]
+    return found
+
+
+def _until(holds: Callable[[], bool], within: float = 30) -> None:
+    deadline = time.monotonic() + within
+    while not holds():
+        assert time.monotonic() < deadline, f"not reached within {within:.0f} s"
+        time.sleep(0.2)
+
+
+def _names(kube: Kube, kind: str, selector: str) -> list[str]:
+    return [o["metadata"]["name"] for o in kube.list_objects(kind, "default", selector)]
+
+
+CONTROLLER_CONSUMERS = (
+    (subjects.CLUSTER_STREAM, "controller"),
+    (subjects.DECISIONS_STREAM, "controller-decisions"),
+)
+
+
+async def _forget_controller_consumers(url: str) -> int:
+    """Delete the controller's durable consumers; returns how many messages their streams hold."""
+    connection = await nats.connect(url)
+    try:
+        jetstream = connection.jetstream()
+        held = 0
+        for stream, durable in CONTROLLER_CONSUMERS:
+            await jetstream.delete_consumer(stream, durable)
+            held += (await jetstream.stream_info(stream)).state.messages
+        return held
+    finally:
+        await connection.close()
+
+
+async def _until_consumed(url: str, within: float = 120) -> None:
+    connection = await nats.connect(url)
+    try:
+        jetstream = connection.jetstream()
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            infos = [await jetstream.consumer_info(s, d) for s, d in CONTROLLER_CONSUMERS]
+            if all(i.num_pending == 0 and i.num_ack_pending == 0 for i in infos):
+                return
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"the controller did not consume its streams again within {within:.0f} s")
+    finally:
+        await connection.close()
+
+
+async def _phase_changes(url: str, *, since: float) -> dict[str, list[str]]:
+    """The phases `jobs.phase.*` announced for each job after `since`, in order."""
+    connection = await nats.connect(url)
+    changes: dict[str, list[str]] = defaultdict(list)
+    try:
+        jetstream = connection.jetstream()
+        state = (await jetstream.stream_info(subjects.JOBS_STREAM)).state
+        for sequence in range(state.first_seq, state.last_seq + 1):
+            message = await jetstream.get_msg(subjects.JOBS_STREAM, sequence)
+            event = json.loads(message.data or b"{}")
+            data = event.get("data") or {}
+            moment = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+            if message.subject.startswith("jobs.phase.") and moment >= since:
+                changes[data["name"]].append(data["phase"])
+    finally:
+        await connection.close()
+    return dict(changes)

@@ -26,6 +26,7 @@ from services.controller.core.jobstate import (
 )
 from services.controller.core.owners import controller_of
 from services.controller.core.policies import parse_go_duration, policies_from_manifest
+from shared.volcano.enums import JobPhase
 
 Json = Mapping[str, Any]
 
@@ -265,6 +266,32 @@ def pod_event(old: Json | None, new: Json | None, state: JobState) -> ev.JobEven
         if task_failed(state, view.task):
             return ev.TaskFailed(**base)
     return ev.OutOfSync(view.name, view.task)
+
+
+def missed_pod_events(pods: Iterable[Json], state: JobState) -> list[ev.JobEvent]:
+    """After a restart: the edge events of pods that ended while the controller was away.
+
+    The cache is primed from a list, so a pod that failed or succeeded meanwhile arrives already
+    ended, and its change is never seen (a replayed watch event is older than the listed pod).
+    For a Pending or Running job, each of its current version's Failed pods raises PodFailed and
+    each completed task TaskCompleted once more. Handling one twice is harmless: an executed
+    restart moved the job to a new version or out of those phases, a pending delayed action of the
+    same kind stays as it is, and SyncJob only recounts.
+    """
+    if state.status.phase not in (JobPhase.PENDING, JobPhase.RUNNING) or state.deleting:
+        return []
+    events: list[ev.JobEvent] = []
+    completed: set[str] = set()
+    for pod in sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name", ""))):
+        view = pod_view(pod)
+        if view.deleting or view.out_of_sync or view.job_version != state.status.version:
+            continue
+        if view.phase == "Failed":
+            events.append(ev.PodFailed(**_base(pod), exit_code=_exit_code(pod)))
+        elif view.phase == "Succeeded" and view.task not in completed and task_completed(state, view.task):
+            completed.add(view.task)
+            events.append(ev.TaskCompleted(**_base(pod)))
+    return events
 
 
 def podgroup_event(old: Json | None, new: Json) -> ev.JobEvent | None:

@@ -12,6 +12,7 @@ from services.controller.core import events as ev
 from services.controller.core.lifecycle import transition
 from services.controller.core.observe import (
     job_event,
+    missed_pod_events,
     observe_job,
     pod_event,
     podgroup_event,
@@ -179,3 +180,50 @@ def test_observed_failure_restarts_the_job_through_its_policy() -> None:
     result = transition(s, pod_event(running, failed, s), NOW)
     assert result.state.status.phase == "Restarting"
     assert result.state.status.retry_count == 2
+
+
+# ---- what pods did while the controller was away ------------------------------------------------
+
+
+def _terminated(code: int) -> dict[str, Any]:
+    return {"containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": code}}}]}
+
+
+def test_a_pod_that_failed_while_the_controller_was_away_raises_pod_failed_at_start() -> None:
+    j = _job()
+    listed = [_pod(j, 0, "Failed", **_terminated(3)), _pod(j, 1, "Running")]
+    missed = missed_pod_events(listed, observe_job(j, listed))
+    assert missed == [
+        ev.PodFailed(
+            pod="tf-worker-0", task="worker", pod_uid="pod-0", job_version=1, job_uid="u-123", exit_code=3
+        )
+    ]
+
+
+def test_a_failure_already_handled_by_a_restart_is_not_raised_again() -> None:
+    j = _job()
+    listed = [_pod(j, 0, "Failed"), _pod(j, 1, "Running")]
+    (failed,) = missed_pod_events(listed, observe_job(j, listed))
+    restarted = transition(observe_job(j, listed), failed, NOW)
+    assert restarted.state.status.phase == "Restarting"
+    assert missed_pod_events(listed, restarted.state) == []
+    j["status"]["version"] = 2  # Pending again after the restart, with the old pods still listed
+    j["status"]["state"]["phase"] = "Pending"
+    assert missed_pod_events(listed, observe_job(j, listed)) == []
+
+
+@pytest.mark.parametrize("phase", ["Restarting", "Aborted", "Completing", "Failed", ""])
+def test_jobs_outside_pending_and_running_raise_nothing_at_start(phase: str) -> None:
+    j = _job()
+    j["status"]["state"]["phase"] = phase
+    listed = [_pod(j, 0, "Failed"), _pod(j, 1, "Failed")]
+    assert missed_pod_events(listed, observe_job(j, listed)) == []
+
+
+def test_a_task_completed_while_the_controller_was_away_raises_task_completed_once() -> None:
+    j = _job()
+    listed = [_pod(j, 0, "Succeeded"), _pod(j, 1, "Succeeded")]
+    missed = missed_pod_events(listed, observe_job(j, listed))
+    assert [type(e) for e in missed] == [ev.TaskCompleted]
+    partly = [_pod(j, 0, "Succeeded"), _pod(j, 1, "Running")]
+    assert missed_pod_events(partly, observe_job(j, partly)) == []
