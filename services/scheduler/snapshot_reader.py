@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import select, text
+from sqlalchemy import String, any_, bindparam, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.scheduler.core import snapshot as core
@@ -43,6 +44,10 @@ class ShellMemory:
     # unchanged from one cycle to the next, and rebuilding every node and pod was most of a
     # cycle's cost in a large cluster.
     built: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
+
+    def holds(self, table: str, key: str, version: int) -> bool:
+        held = self.built.get((table, key))
+        return held is not None and held[0] == version
 
     def reuse(self, table: str, key: str, version: int, make: Callable[[], T]) -> T:
         held = self.built.get((table, key))
@@ -71,14 +76,9 @@ async def read_snapshot(
     await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
     # Plain rows from Core selects, not ORM instances: building and tracking an instance per pod
     # was most of a cycle's cost on a large cluster.
-    queue, node, priority_class = (
-        tables.Queue.__table__.c,
-        tables.Node.__table__.c,
-        tables.PriorityClass.__table__.c,
-    )
-    group, pod = tables.PodGroup.__table__.c, tables.Pod.__table__.c
+    queue, priority_class = tables.Queue.__table__.c, tables.PriorityClass.__table__.c
+    group = tables.PodGroup.__table__.c
     queue_rows = (await session.execute(select(tables.Queue.__table__).where(queue.deleted.is_(False)))).all()
-    node_rows = (await session.execute(select(tables.Node.__table__).where(node.deleted.is_(False)))).all()
     priority_rows = (
         await session.execute(select(tables.PriorityClass.__table__).where(priority_class.deleted.is_(False)))
     ).all()
@@ -87,13 +87,15 @@ async def read_snapshot(
             select(tables.PodGroup.__table__).where(group.deleted.is_(False), group.phase != "Completed")
         )
     ).all()
-    pod_rows = (
-        await session.execute(
-            select(tables.Pod.__table__).where(
-                pod.deleted.is_(False), pod.phase.in_(("Pending", "Running", "Succeeded"))
-            )
-        )
-    ).all()
+    # Nodes and pods, the big tables: first their keys and versions, then whole rows (with their
+    # JSON columns) only for what changed since the objects the memory holds were built.
+    pod, node = tables.Pod.__table__, tables.Node.__table__
+    live_pods = (pod.c.deleted.is_(False), pod.c.phase.in_(("Pending", "Running", "Succeeded")))
+    pod_rows = (await session.execute(select(*_POD_ROUTING).where(*live_pods))).all()
+    pod_details = await _changed_rows(session, pod, pod.c.uid, live_pods, pod_rows, "pods", memory)
+    live_nodes = (node.c.deleted.is_(False),)
+    node_rows = (await session.execute(select(node.c.name, node.c.resource_version).where(*live_nodes))).all()
+    node_details = await _changed_rows(session, node, node.c.name, live_nodes, node_rows, "nodes", memory)
     decision_rows = (
         await session.execute(
             select(
@@ -118,8 +120,42 @@ async def read_snapshot(
         pods=pod_rows,
         decisions=decision_rows,
         memory=memory,
+        pod_details=pod_details,
+        node_details=node_details,
     )
     return ReadResult(snapshot, conf_row[0] if conf_row else None, verdicts)
+
+
+_POD = tables.Pod.__table__.c
+# What decides where a pod goes in the snapshot (a gang's task, or another pod on a node).
+_POD_ROUTING = (
+    _POD.uid,
+    _POD.resource_version,
+    _POD.ours,
+    _POD.group_name,
+    _POD.namespace,
+    _POD.node_name,
+    _POD.phase,
+)
+
+
+async def _changed_rows(
+    session: AsyncSession,
+    table: Any,
+    key: Any,
+    live: tuple[Any, ...],
+    versions: Collection[Any],
+    memory_table: str,
+    memory: ShellMemory,
+) -> dict[str, Any]:
+    """Whole rows, by key, for the rows whose version the memory holds no object for."""
+    missing = [row[0] for row in versions if not memory.holds(memory_table, row[0], row.resource_version)]
+    if not missing:
+        return {}
+    statement = select(table).where(*live)
+    if len(missing) < len(versions):
+        statement = statement.where(key == any_(bindparam("keys", missing, type_=ARRAY(String))))
+    return {row._mapping[key.name]: row for row in (await session.execute(statement)).all()}
 
 
 def build_snapshot(
@@ -133,7 +169,11 @@ def build_snapshot(
     pods: Collection[Any],
     decisions: Collection[Any],
     memory: ShellMemory,
+    pod_details: Mapping[str, Any] | None = None,
+    node_details: Mapping[str, Any] | None = None,
 ) -> core.Snapshot:
+    """The core's snapshot. `pods` and `nodes` may carry only keys, versions and routing columns
+    when the whole rows of the changed ones are in `pod_details` and `node_details`."""
     binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
     evicting = {d.pod_uid for d in decisions if d.kind == "evict"}
     enqueued = {d.gang_uid for d in decisions if d.kind == "enqueue"}
@@ -147,12 +187,18 @@ def build_snapshot(
     others: list[core.OtherPod] = []
     for pod in pods:
         if pod.ours and pod.group_name:
-            task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, pod))
+            task = memory.reuse(
+                "pods", pod.uid, pod.resource_version, partial(_task, _whole(pod, pod_details))
+            )
             members[(pod.namespace, pod.group_name)].append(
                 _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )
         elif pod.node_name and pod.phase in ("Pending", "Running"):
-            others.append(memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, pod)))
+            others.append(
+                memory.reuse(
+                    "pods", pod.uid, pod.resource_version, partial(_other_pod, _whole(pod, pod_details))
+                )
+            )
     gangs = []
     for group in groups:
         tasks = tuple(sorted(members.get((group.namespace, group.name), ()), key=lambda t: t.name))
@@ -178,7 +224,12 @@ def build_snapshot(
     return core.Snapshot(
         nodes=tuple(
             sorted(
-                (memory.reuse("nodes", n.name, n.resource_version, partial(_node, n)) for n in nodes),
+                (
+                    memory.reuse(
+                        "nodes", n.name, n.resource_version, partial(_node, _whole(n, node_details, "name"))
+                    )
+                    for n in nodes
+                ),
                 key=lambda n: n.name,
             )
         ),
@@ -237,6 +288,13 @@ def _task(pod: Any) -> core.TaskInfo:
         labels=placement.get("labels") or {},
         priority_class_name=pod.priority_class or "",
     )
+
+
+def _whole(row: Any, details: Mapping[str, Any] | None, key: str = "uid") -> Any:
+    """The whole row for `row` when only its routing columns were read (and it changed)."""
+    if details is None:
+        return row
+    return details.get(getattr(row, key), row)
 
 
 def _other_pod(pod: Any) -> core.OtherPod:
