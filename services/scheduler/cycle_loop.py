@@ -5,6 +5,12 @@ reports new work. Each cycle reads one consistent snapshot, calls the pure `plan
 writes, in one transaction fenced by the leader's epoch: the decisions (enqueue, bind, evict), the
 verdicts for unplaced gangs, and the messages that announce them into the outbox — one message
 per gang, never one per pod. The outbox relay publishes them after the commit.
+
+The configuration is volcano-scheduler.conf from a file (SCHEDULER_CONF_FILE) or else from the
+ConfigMap the ingester keeps in `scheduler_config`; a change is picked up at the next cycle. A
+text that does not parse keeps the previous configuration; the error is logged and recorded on
+the audit stream (`scheduler.configuration-rejected`), as a successful load is
+(`scheduler.configuration-loaded`).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from shared.storage import outbox, tables
 
 log = structlog.get_logger()
 SOURCE = "phalanx/scheduler"
+# Where Volcano keeps the scheduler's configuration; named in the audit of a (re)load.
+CONF_NAMESPACE, CONF_NAME = "volcano-system", "volcano-scheduler-configmap"
 
 CYCLE_SECONDS = Histogram("phalanx_scheduler_cycle_seconds", "Time of one scheduling cycle.")
 PLACED_PODS = Counter("phalanx_scheduler_placed_pods_total", "Pods bound by decisions.")
@@ -65,6 +73,7 @@ class CycleLoop:
         self._conf_file = conf_file
         self._conf: SchedulerConf | None = None
         self._conf_text: str | None = None
+        self._conf_news: AuditRecorded | None = None  # a (re)load not yet on the audit stream
         self._wake = asyncio.Event()
         self.memory = ShellMemory()
         self.cycle = 0
@@ -108,11 +117,31 @@ class CycleLoop:
         text = Path(self._conf_file).read_text() if self._conf_file else stored
         if self._conf is None or text != self._conf_text:
             loaded = load_conf(text, self._conf)
+            source = self._conf_file or f"ConfigMap {CONF_NAMESPACE}/{CONF_NAME}"
             if loaded.error:
-                log.error("invalid scheduler configuration; keeping the previous", error=str(loaded.error))
+                log.error(
+                    "invalid scheduler configuration; keeping the previous",
+                    error=str(loaded.error),
+                    source=source,
+                )
+                self._conf_news = self._conf_audit("configuration-rejected", "failed", str(loaded.error))
+            elif loaded.changed:
+                log.info("scheduler configuration loaded", actions=list(loaded.conf.actions), source=source)
+                self._conf_news = self._conf_audit("configuration-loaded", "done", "")
             self._conf, self._conf_text = loaded.conf, text
         assert self._conf is not None
         return self._conf
+
+    def _conf_audit(self, action: str, outcome: str, message: str) -> AuditRecorded:
+        return AuditRecorded(
+            service="scheduler",
+            action=action,
+            kind="ConfigMap" if not self._conf_file else "File",
+            namespace=CONF_NAMESPACE if not self._conf_file else None,
+            name=CONF_NAME if not self._conf_file else self._conf_file,
+            outcome=outcome,
+            message=message,
+        )
 
     async def _commit(
         self, plan: CyclePlan, snapshot: Snapshot, previous_verdicts: dict[str, str] | Any
@@ -251,6 +280,14 @@ class CycleLoop:
                             details={"fit_errors": verdict.fit_errors, "detail": verdict.detail},
                         ),
                     )
+            news = self._conf_news
+            if news is not None:
+                events.append(
+                    (
+                        subjects.audit("scheduler", news.action, news.namespace, news.name),
+                        new_event(news, source=SOURCE, event_id=f"audit:{epoch}:{cycle}:{news.action}"),
+                    )
+                )
             if rows:
                 await session.execute(insert(tables.Decision), rows)
             placed_uids = [p.gang_uid for p in plan.binds]
@@ -278,6 +315,8 @@ class CycleLoop:
                 await session.execute(statement)
             if events:
                 outbox.enqueue_many(session, tables.SchedulerOutbox, events)
+        if news is not None and self._conf_news is news:
+            self._conf_news = None
         if events:
             self._on_committed()
 

@@ -1,12 +1,18 @@
 """Scheduler behaviours beyond the seeds, as scenarios through the real stack.
 
 Each file in tests/e2e/scenarios/scheduler shows one behaviour — preemption, reclaim, a closed queue,
-cordoned or NotReady nodes, nodeSelector, taints, the Unschedulable condition — with the watcher,
-admission, controller and scheduler running over NATS and PostgreSQL against the simulator.
+cordoned or NotReady nodes, nodeSelector, taints, the Unschedulable condition, the optional release
+of a gang stuck below its minimum — with the watcher, admission, controller and scheduler running
+over NATS and PostgreSQL against the simulator. The scenario in scenarios/scheduler/live-conf
+changes the scheduler's ConfigMap while the stack runs; its test also reads what the scheduler
+recorded about the bad configuration.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,3 +40,31 @@ def test_scheduler_scenario_passes(stack: stacks.Stack, scenario: Path) -> None:
     report = run_files([scenario], ExternalStack(Path(stack.state_dir)), emit=lines.append)
     assert report.failed == 0, "\n".join(lines)
     assert report.passed > 0
+
+
+def test_configuration_change_is_followed_and_a_bad_one_is_refused_on_record(stack: stacks.Stack) -> None:
+    lines: list[str] = []
+    scenario = SCENARIOS / "live-conf" / "configuration-reloaded.yaml"
+    report = run_files([scenario], ExternalStack(Path(stack.state_dir)), emit=lines.append)
+    assert report.failed == 0, "\n".join(lines)
+
+    # The refusal is on the audit stream, naming the unknown action, as `phalanx events watch`
+    # shows it to an operator ...
+    watch = ["events", "watch", "--since", "1h", "--json", "--type", "scheduler.configuration-*"]
+    watched = subprocess.run(
+        [sys.executable, "-m", "phalanx.cli", *watch, "--idle-exit", "3", "--state-dir", stack.state_dir],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert watched.returncode == 0, watched.stderr
+    records = [json.loads(line)["data"] for line in watched.stdout.splitlines() if line.startswith("{")]
+    rejected = [r for r in records if r["action"] == "configuration-rejected"]
+    assert rejected, watched.stdout
+    assert "failed to find Action allocat" in rejected[-1]["message"]
+    assert rejected[-1]["outcome"] == "failed"
+    assert any(r["action"] == "configuration-loaded" for r in records)
+    # ... and in the scheduler's log.
+    log = Path(stack.state_dir, "logs", "scheduler.log").read_text()
+    assert "invalid scheduler configuration; keeping the previous" in log
+    assert "failed to find Action allocat" in log

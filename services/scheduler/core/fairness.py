@@ -161,7 +161,7 @@ def enqueue_blocker(
         return Blocker(QUEUE_CLOSED, f"queue {queue.name} is {queue.info.state}")
     if gang.info.min_resources is None:
         return None
-    minimum = state.space.dense(gang.info.min_resources)
+    minimum = _unheld_minimum(gang, state)
     dims = fair_dims(state)
     wanted = [i for i in dims if minimum[i] > 0]
     # Phalanx checks capability on the queue and its ancestors whatever the plugins say.
@@ -221,11 +221,18 @@ def cluster_usage(state: CycleState, conf: SchedulerConf) -> ClusterUsage:
     return ClusterUsage(total, used, inqueue, factor)
 
 
+def _unheld_minimum(gang: GangView, state: CycleState) -> list[int]:
+    """The part of the gang's minResources it does not hold yet. A gang back in Pending after it
+    lost members still holds the rest: counting that twice would keep it out for good."""
+    minimum = state.space.dense(gang.info.min_resources)
+    return [max(0, amount - held) for amount, held in zip(minimum, gang.alloc, strict=True)]
+
+
 def admit(gang: GangView, state: CycleState, cluster: ClusterUsage) -> None:
     """Record an admitted gang's minimum against its queue (and ancestors) and the cluster."""
     if gang.info.min_resources is None or gang.queue is None:
         return
-    minimum = state.space.dense(gang.info.min_resources)
+    minimum = _unheld_minimum(gang, state)
     for level in (gang.queue, *gang.queue.ancestors):
         for i, amount in enumerate(minimum):
             level.inqueue[i] += amount

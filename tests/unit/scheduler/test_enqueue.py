@@ -168,3 +168,21 @@ def test_capability_of_an_ancestor_bounds_admission() -> None:
     g = gang("job", 1, phase="Pending", queue="team", min_resources=res("3"))
     result = plan([node("n1", cpu="16")], [g], queues, conf=conf_with("predicates"))
     assert result.enqueued == ()
+
+
+def test_gang_back_in_pending_after_losing_a_member_counts_only_what_it_lacks() -> None:
+    # "ray-0" runs 2 of its 3 pods (its PodGroup fell back to Pending); its minimum asks 3 CPUs,
+    # of which it holds 2. With 4 CPUs of capability, the 1 CPU it lacks fits: it is admitted and
+    # its third pod placed. Counting its own 2 CPUs twice (2 held + 3 minimum) would refuse it.
+    members = running(ray_gang("ray-0"), ["node-0"]).tasks
+    lost_one = gang(
+        "ray-0",
+        tasks=(*members[:2], ray_gang("ray-0").tasks[2]),
+        queue="kuberay-test-queue",
+        phase="Pending",
+        min_resources=res("3", "4Gi"),
+        min_member=3,
+    )
+    result = plan([node("node-0", cpu="8", memory="16Gi")], [lost_one], [RAY_QUEUE])
+    assert result.enqueued == ("ray-0",)
+    assert bound_gangs(result) == ["ray-0"]
