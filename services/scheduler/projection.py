@@ -107,6 +107,7 @@ def _queue(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
         "state": status.get("state") or "Open",
         "parent": spec.get("parent") or None,
         "priority": int(spec.get("priority") or 0),
+        "annotations": _scheduling_annotations(obj),
     }
 
 
@@ -132,7 +133,18 @@ def _podgroup(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
         "priority_class": spec.get("priorityClassName") or None,
         "phase": status.get("phase") or "Pending",
         "created_at": _created(obj),
+        "annotations": _scheduling_annotations(obj),
     }
+
+
+def _scheduling_annotations(obj: dict[str, Any]) -> dict[str, str] | None:
+    """Only the volcano.sh annotations the core reads (hierarchy, task topology), not every one."""
+    kept = {
+        key: str(value)
+        for key, value in (_meta(obj).get("annotations") or {}).items()
+        if key.startswith(("volcano.sh/hierarchy", "volcano.sh/task-topology"))
+    }
+    return kept or None
 
 
 def _pod(obj: dict[str, Any], scheduler_names: Collection[str]) -> dict[str, Any]:

@@ -217,6 +217,7 @@ def build_snapshot(
                 priority=priorities.get(group.priority_class or "", 0),
                 phase=phase,
                 below_min_since=memory.below_min_since.get(group.uid),
+                annotations=dict(group.annotations or {}),
             )
         )
     gangs.sort(key=lambda g: (g.created, g.uid))
@@ -252,6 +253,7 @@ def _queue(row: Any) -> core.QueueInfo:
         state=row.state,
         parent=row.parent,
         priority=row.priority,
+        annotations=dict(row.annotations or {}),
     )
 
 

@@ -63,6 +63,7 @@ class Queue(_Projected, Base):
     state: Mapped[str] = mapped_column(String(16), default="Open")
     parent: Mapped[str | None] = mapped_column(String(253))
     priority: Mapped[int] = mapped_column(Integer, default=0)
+    annotations: Mapped[dict[str, Any] | None]  # hierarchical drf: volcano.sh/hierarchy(-weights)
 
 
 class Node(_Projected, Base):
@@ -95,6 +96,7 @@ class PodGroup(_Projected, Base):
     priority_class: Mapped[str | None] = mapped_column(String(253))
     phase: Mapped[str] = mapped_column(String(32), default="Pending")
     created_at: Mapped[datetime]
+    annotations: Mapped[dict[str, Any] | None]  # task-topology: volcano.sh/task-topology-*
     __table_args__ = (Index(None, "namespace", "name"),)
 
 

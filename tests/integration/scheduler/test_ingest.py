@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.scheduler.ingest import Ingester
+from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
 from shared.messages.cluster import KindResynced, ObjectChanged
 from shared.messages.envelope import CloudEvent, new_event
 from shared.storage import tables
@@ -99,3 +101,65 @@ async def test_a_relist_tombstones_what_vanished_unseen(engine: AsyncEngine) -> 
     state = await rows(engine)
     assert state["kept"][2] is False
     assert state["vanished"][2] is True
+
+
+def changed(kind: str, obj: dict[str, Any]) -> CloudEvent[Any]:
+    meta = obj["metadata"]
+    data = ObjectChanged(
+        kind=kind,
+        namespace=meta.get("namespace"),
+        name=meta["name"],
+        uid=meta["uid"],
+        resource_version=int(meta["resourceVersion"]),
+        change="ADDED",
+        object=obj,
+    )  # type: ignore[arg-type]
+    return new_event(data, source="test")
+
+
+async def test_hierarchy_and_task_topology_annotations_reach_the_snapshot(engine: AsyncEngine) -> None:
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": "prod",
+            "uid": "uid-prod",
+            "resourceVersion": "3",
+            "annotations": {
+                "volcano.sh/hierarchy": "root/eng/prod",
+                "volcano.sh/hierarchy-weights": "1/2/8",
+                "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+            },
+        },
+        "spec": {"weight": 1},
+    }
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "tf",
+            "namespace": "default",
+            "uid": "uid-tf",
+            "resourceVersion": "4",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {"volcano.sh/task-topology-affinity": "ps,worker", "other": "x"},
+        },
+        "spec": {"minMember": 2, "queue": "prod"},
+        "status": {"phase": "Inqueue"},
+    }
+    sessions = make_sessions(engine)
+    await Ingester(sessions, scheduler_names=["volcano"]).handle(
+        [changed("Queue", queue), changed("PodGroup", group)]
+    )
+    async with sessions() as session, session.begin():
+        read = await read_snapshot(
+            session, now=datetime.now(UTC), decision_ttl=timedelta(seconds=30), memory=ShellMemory()
+        )
+    prod = next(q for q in read.snapshot.queues if q.name == "prod")
+    # only what the core reads is kept
+    assert prod.annotations == {
+        "volcano.sh/hierarchy": "root/eng/prod",
+        "volcano.sh/hierarchy-weights": "1/2/8",
+    }
+    (tf,) = read.snapshot.gangs
+    assert tf.annotations == {"volcano.sh/task-topology-affinity": "ps,worker"}
