@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +61,9 @@ class ConsumerSpec:
     batch: int = 256
     ack_wait: float = 30.0
     deliver_new_only: bool = False
-    concurrency: int = 64
+    # Messages fetched and not yet finished. Fetching goes on while fewer are in flight, so a
+    # handler that waits (on a lock, on the API) holds back its own object's messages only.
+    in_flight: int = 1024
 
 
 @dataclass
@@ -108,6 +111,7 @@ class Bus:
         self.js = js
         self.settings = settings
         self._tasks: list[asyncio.Task[None]] = []
+        self._lanes: set[asyncio.Task[None]] = set()  # per-subject handlers of fetched messages
         self._stopping = asyncio.Event()
 
     @classmethod
@@ -123,9 +127,10 @@ class Bus:
 
     async def close(self) -> None:
         self._stopping.set()
-        for task in self._tasks:
+        running = [*self._tasks, *self._lanes]
+        for task in running:
             task.cancel()
-        for task in self._tasks:
+        for task in running:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
@@ -228,7 +233,8 @@ class Bus:
         batch_handler: BatchHandler | None = None,
     ) -> None:
         subscription = await self._subscribe(spec)
-        limit = asyncio.Semaphore(spec.concurrency)
+        slots = asyncio.Semaphore(spec.in_flight)
+        lanes: dict[str, deque[Msg]] = {}
         while not self._stopping.is_set():
             try:
                 batch = await subscription.fetch(spec.batch, timeout=1.0)
@@ -242,13 +248,44 @@ class Bus:
                 continue
             if batch_handler is not None and await self._handle_batch(batch_handler, batch, stats):
                 continue
-            # One object's messages (one subject) run in order; different objects run concurrently.
-            by_subject: dict[str, list[Msg]] = {}
+            # One object's messages (one subject) run in order, in a lane of their own; different
+            # objects run concurrently, and the next fetch does not wait for this batch to finish.
             for msg in batch:
-                by_subject.setdefault(msg.subject, []).append(msg)
-            await asyncio.gather(
-                *(self._handle_in_order(spec, handler, msgs, stats, limit) for msgs in by_subject.values())
-            )
+                await slots.acquire()
+                lane = lanes.get(msg.subject)
+                if lane is not None:
+                    lane.append(msg)
+                    continue
+                lanes[msg.subject] = deque([msg])
+                task = asyncio.create_task(self._run_lane(spec, handler, msg.subject, lanes, stats, slots))
+                self._lanes.add(task)
+                task.add_done_callback(self._lanes.discard)
+
+    async def _run_lane(
+        self,
+        spec: ConsumerSpec,
+        handler: Handler,
+        subject: str,
+        lanes: dict[str, deque[Msg]],
+        stats: ConsumerStats,
+        slots: asyncio.Semaphore,
+    ) -> None:
+        lane = lanes[subject]
+        put_back = False
+        try:
+            while lane:
+                msg = lane[0]  # stays queued while handled, so later arrivals line up behind it
+                try:
+                    if put_back:
+                        # Keep the object's order: what follows a retried message waits for it.
+                        await msg.nak(delay=0.05)
+                    else:
+                        put_back = not await self._handle_one(spec, handler, msg, stats)
+                finally:
+                    lane.popleft()
+                    slots.release()
+        finally:
+            del lanes[subject]
 
     async def _handle_batch(self, handler: BatchHandler, batch: list[Msg], stats: ConsumerStats) -> bool:
         """True when the whole batch was handled and acknowledged."""
@@ -264,22 +301,6 @@ class Bus:
             await msg.ack()
         stats.handled += len(batch)
         return True
-
-    async def _handle_in_order(
-        self,
-        spec: ConsumerSpec,
-        handler: Handler,
-        msgs: list[Msg],
-        stats: ConsumerStats,
-        limit: asyncio.Semaphore,
-    ) -> None:
-        async with limit:
-            for position, msg in enumerate(msgs):
-                if not await self._handle_one(spec, handler, msg, stats):
-                    # Keep the object's order: what follows a retried message waits for it.
-                    for later in msgs[position + 1 :]:
-                        await later.nak(delay=0.05)
-                    return
 
     async def _handle_one(self, spec: ConsumerSpec, handler: Handler, msg: Msg, stats: ConsumerStats) -> bool:
         """Handle one message; False when it was put back for a later retry."""
