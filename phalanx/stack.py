@@ -109,13 +109,19 @@ def up(
         f"http://127.0.0.1:{simulator_port}",
         infra=started_infra,
     )
-    stack.processes.append(_spawn("simulator", simulator_command, {}, logs, health_port=0))
-    _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
-    for name in SERVICES:
-        stack.processes.append(_spawn_service(name, stack, logs, scheduler_conf=scheduler_conf))
-    stack.save()
-    for process in stack.processes[1:]:
-        _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
+    try:
+        stack.processes.append(_spawn("simulator", simulator_command, {}, logs, health_port=0))
+        stack.save()
+        _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
+        for name in SERVICES:
+            stack.processes.append(_spawn_service(name, stack, logs, scheduler_conf=scheduler_conf))
+        stack.save()
+        for process in stack.processes[1:]:
+            _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
+    except BaseException:
+        # A service that cannot start must not leave the others (and the servers) running.
+        down(state_dir)
+        raise
     return stack
 
 
