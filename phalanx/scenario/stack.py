@@ -32,6 +32,7 @@ from phalanx.scenario.manifests import (
 )
 from phalanx.scenario.model import ClusterSpec, QueueEntry
 from phalanx.scenario.objects import key_of
+from shared.volcano import ROOT_QUEUE
 
 SYSTEM_NAMESPACES = frozenset(
     {"kube-system", "kube-public", "kube-node-lease", SCHEDULER_NAMESPACE, "phalanx-system"}
@@ -125,7 +126,9 @@ class ExternalStack:
             found += [(kind, *key_of(o)) for o in objects if key_of(o)[0] in user_namespaces]
         found += [("Node", None, key_of(o)[1]) for o in kube.list_objects("Node")]
         found += [
-            ("Queue", None, key_of(o)[1]) for o in kube.list_objects("Queue") if key_of(o)[1] != DEFAULT_QUEUE
+            ("Queue", None, key_of(o)[1])
+            for o in kube.list_objects("Queue")
+            if key_of(o)[1] not in (DEFAULT_QUEUE, ROOT_QUEUE)  # built in: never deleted
         ]
         found += [
             ("PriorityClass", None, key_of(o)[1])

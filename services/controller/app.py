@@ -54,7 +54,7 @@ async def run(settings: ControllerSettings, health: Health) -> None:
         await bus.ensure_streams()
         tasks.append(asyncio.create_task(relay.run()))
         await _prime(cache, kube)
-        await dispatcher.queues.ensure_default_queue()
+        await dispatcher.queues.ensure_builtin_queues()
         await dispatcher.jobs.restore_timers()
         await _resync(dispatcher)
 

@@ -1,13 +1,15 @@
 """Shell: queue states and bus Commands, each Command carried out exactly once.
 
 A Queue's `status.state` follows Volcano's queue controller (`queue_transition`): Open, Closing
-while PodGroups remain, Closed. A Command is claimed in `applied_commands` (its uid is the key)
-before anything is done, then deleted, then handed to its job's lifecycle or to its queue: a
-redelivered or re-listed Command finds its claim and is only deleted.
+while PodGroups remain, Closed; a queue without a parent is put under `root`. A Command is
+claimed in `applied_commands` (its uid is the key) before anything is done, then deleted, then
+handed to its job's lifecycle or to its queue: a redelivered or re-listed Command finds its claim
+and is only deleted.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,12 +25,22 @@ from shared.volcano.enums import Action
 
 log = structlog.get_logger()
 Json = dict[str, Any]
-DEFAULT_QUEUE = {
-    "apiVersion": "scheduling.volcano.sh/v1beta1",
-    "kind": "Queue",
-    "metadata": {"name": "default"},
-    "spec": {"weight": 1, "reclaimable": True},
-}
+# Volcano's built-in queues, created at start when absent: `root` heads the hierarchy (every queue
+# without a parent is put under it) and is never reclaimed from; `default` takes jobs naming no queue.
+BUILTIN_QUEUES: tuple[Json, ...] = (
+    {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "root"},
+        "spec": {"weight": 1, "reclaimable": False},
+    },
+    {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "default"},
+        "spec": {"weight": 1, "reclaimable": True},
+    },
+)
 
 
 class QueueKeeper:
@@ -45,9 +57,10 @@ class QueueKeeper:
         self._sessions = sessions
         self._job_command = job_command
 
-    async def ensure_default_queue(self) -> None:
-        if self._cache.get("Queue", ("", "default")) is None:
-            await self._kube.create(dict(DEFAULT_QUEUE))
+    async def ensure_builtin_queues(self) -> None:
+        for queue in BUILTIN_QUEUES:
+            if self._cache.get("Queue", ("", queue["metadata"]["name"])) is None:
+                await self._kube.create(copy.deepcopy(queue))
 
     async def queue_changed(self, queue: Json) -> None:
         await self._apply(queue, Action.SYNC_QUEUE)
@@ -75,6 +88,8 @@ class QueueKeeper:
         )
         for event in result.events:
             await self._kube.record_event(queue, type_=event.type, reason=event.reason, message=event.message)
+        if result.set_parent:
+            await self._kube.patch("Queue", None, name, {"spec": {"parent": result.set_parent}})
         if result.changed or not (queue.get("status") or {}).get("state"):
             await self._kube.patch("Queue", None, name, queue_status_patch(result), subresource="status")
         for child in result.close_children:
