@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -77,8 +78,11 @@ class Result:
 
 
 def run(scenario: Scenario, settings: RunSettings, *, say: Callable[[str], object] = print) -> Result:
-    with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as tmp:
-        state_dir = Path(tmp)
+    # A kept stack keeps its state directory (logs, kubeconfig); otherwise it goes with the run.
+    with contextlib.ExitStack() as cleanup:
+        state_dir = Path(tempfile.mkdtemp(prefix="phalanx-bench-"))
+        if not settings.keep_stack:
+            cleanup.callback(shutil.rmtree, state_dir, ignore_errors=True)
         nodes_file = state_dir / "nodes.yaml"
         nodes_file.write_text(yaml.safe_dump([scenario.nodes.nodes_file_entry()]))
         conf_file = state_dir / "volcano-scheduler.conf"
