@@ -4,7 +4,8 @@ For any snapshot (built by letting the core itself place earlier work, so that i
 consistent) and any of several configurations: no node's allocatable is exceeded, no queue's
 capability is exceeded, every gang is bound whole (its minimum and per-task minimums) or not at
 all, no pod is bound twice or bound when it is not pending, evictions leave victim gangs at or
-above their minimum or empty and are made only for a preemptor that then reaches its minimum,
+above their minimum or empty and are made only for a preemptor that then reaches its minimum
+(or, inside one gang, only for swaps that leave it no further below its minimum),
 and the plan is the same for the same input, whatever order the input lists things in.
 """
 
@@ -184,6 +185,13 @@ def snapshots(draw: st.DrawFn, contested: bool = False) -> tuple[Snapshot, Sched
         )
         phase = "Running" if any(t.uid in placed for t in gang.tasks) else gang.phase
         phase = "Inqueue" if gang.uid in admitted and phase == "Pending" else phase
+        held = sum(1 for t in tasks if t.uid in placed)
+        if contested and held and draw(st.integers(0, 2)) == 0:
+            # the gang grows a more important member it cannot start without: it may take the
+            # place of its own lower-priority tasks (preempt's second phase)
+            chief = replace(tasks[0], uid=f"{gang.uid}-chief", name=f"{gang.name}-chief-0", priority=9)
+            chief = replace(chief, status="Pending", node=None, task_role="chief")
+            tasks, gang = (*tasks, chief), replace(gang, min_member=held + 1, min_task_member={})
         settled.append(replace(gang, tasks=tasks, phase=phase))
     later = draw(gangs(names, "b", not contested))
     if contested:
@@ -273,14 +281,25 @@ def check_invariants(snapshot: Snapshot, plan: CyclePlan) -> None:
         _, task = tasks[eviction.task_uid]
         assert task.status in HELD
         assert task.preemptable or eviction.reason == "gang-release"
+    nominated = Counter(n.gang_uid for n in plan.nominations)
+    # a gang's pending task may take its own lower-priority tasks' place (preempt's second phase)
+    swapped = {
+        e.preemptor_gang_uid for e in plan.evictions if e.preemptor_gang_uid == tasks[e.task_uid][0].uid
+    }
     for gang_uid, count in evicted.items():
         gang = next(g for g in snapshot.gangs if g.uid == gang_uid)
         if gang_uid in plan.released:
             continue
         held = sum(1 for t in gang.tasks if t.status in HELD)
-        assert held - count == 0 or held - count >= gang.min_member
-    nominated = Counter(n.gang_uid for n in plan.nominations)
-    for preemptor in {e.preemptor_gang_uid for e in plan.evictions if e.preemptor_gang_uid}:
+        if gang_uid in swapped:  # swaps never deepen its shortfall
+            assert held - count + nominated[gang_uid] >= min(held, gang.min_member)
+        else:
+            assert held - count == 0 or held - count >= gang.min_member
+    for preemptor in {
+        e.preemptor_gang_uid
+        for e in plan.evictions
+        if e.preemptor_gang_uid and e.preemptor_gang_uid != tasks[e.task_uid][0].uid
+    }:
         gang = next(g for g in snapshot.gangs if g.uid == preemptor)
         held = sum(1 for t in gang.tasks if t.status in (*HELD, "Succeeded"))
         assert held + nominated[preemptor] >= gang.min_member
