@@ -82,9 +82,8 @@ class Dispatcher:
                 await self.jobs.podgroup_changed(owner, old, new)
             if new is not None:
                 await self.gangs.group_changed(namespace, meta["name"])
-            queue = self.cache.get("Queue", ("", (current.get("spec") or {}).get("queue") or "default"))
-            if queue is not None and (new is None or old is None):
-                await self.queues.queue_changed(queue)  # a Closing queue closes when it empties
+            if new is None or old is None:  # a Closing queue closes when it empties
+                self.queues.podgroups_changed((current.get("spec") or {}).get("queue") or "default")
         elif kind == "Queue" and new is not None:
             await self.queues.queue_changed(new)
         elif kind == "Command" and new is not None and old is None:

@@ -9,6 +9,7 @@ and is only deleted.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,9 @@ from shared.volcano.enums import Action
 
 log = structlog.get_logger()
 Json = dict[str, Any]
+# PodGroups come and go in bursts (a thousand single pods, each with its own); a queue's status,
+# which counts them all, is synced once per burst.
+QUEUE_SYNC_COALESCE_SECONDS = 0.1
 # Volcano's built-in queues, created at start when absent: `root` heads the hierarchy (every queue
 # without a parent is put under it) and is never reclaimed from; `default` takes jobs naming no queue.
 BUILTIN_QUEUES: tuple[Json, ...] = (
@@ -56,6 +60,8 @@ class QueueKeeper:
         self._kube = kube
         self._sessions = sessions
         self._job_command = job_command
+        self._sync_due: set[str] = set()
+        self._syncs: set[asyncio.Task[None]] = set()
 
     async def ensure_builtin_queues(self) -> None:
         for queue in BUILTIN_QUEUES:
@@ -64,6 +70,27 @@ class QueueKeeper:
 
     async def queue_changed(self, queue: Json) -> None:
         await self._apply(queue, Action.SYNC_QUEUE)
+
+    def podgroups_changed(self, name: str) -> None:
+        """A PodGroup of the queue came or went: sync the queue shortly, once for the whole burst.
+        If the controller stops first, the periodic resync brings the queue up to date."""
+        if name not in self._sync_due:
+            self._sync_due.add(name)
+            asyncio.get_running_loop().call_later(QUEUE_SYNC_COALESCE_SECONDS, self._start_sync, name)
+
+    def _start_sync(self, name: str) -> None:
+        self._sync_due.discard(name)
+        queue = self._cache.get("Queue", ("", name))
+        if queue is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.queue_changed(queue))
+        self._syncs.add(task)
+        task.add_done_callback(self._sync_done)
+
+    def _sync_done(self, task: asyncio.Task[None]) -> None:
+        self._syncs.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("queue sync failed", error=repr(task.exception()))
 
     async def _apply(self, queue: Json, action: str) -> None:
         name = queue["metadata"]["name"]
