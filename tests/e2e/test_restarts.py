@@ -275,14 +275,16 @@ def test_replaying_every_message_to_a_restarted_controller_duplicates_nothing_an
     )
     kube = Kube(Path(stack.kubeconfig), stack.simulator_url)
     restart_on_failure = {"policies": [{"event": "PodFailed", "action": "RestartJob"}]}
+    restart_on_eviction = {"policies": [{"event": "PodEvicted", "action": "RestartJob"}]}
     for manifest in (
         job("replay-done", replicas=2, **PLUGINS),
         job("replay-running", replicas=2, **PLUGINS),
         job("replay-restarted", replicas=2, **PLUGINS, **restart_on_failure),
+        job("replay-evicted", replicas=2, **restart_on_eviction),
     ):
         _forever(manifest)
         kube.create(manifest)
-    for name in ("replay-done", "replay-running", "replay-restarted"):
+    for name in ("replay-done", "replay-running", "replay-restarted", "replay-evicted"):
         _wait_for(kube, name, lambda s: _phase(s) == "Running" and s.get("running") == 2)
     for index in (0, 1):
         kube.control(f"/simulator/v1/namespaces/default/pods/replay-done-worker-{index}/succeed", {})
@@ -296,20 +298,25 @@ def test_replaying_every_message_to_a_restarted_controller_duplicates_nothing_an
     )
     before = _owned_objects(kube)
 
-    # Mid-job: the controller dies, a pod fails while it is away, and every durable consumer of
-    # the controller is removed, so the restarted controller is handed every message again.
+    # Mid-job: the controller dies, a pod fails and another is deleted while it is away, and every
+    # durable consumer of the controller is removed, so the restarted controller is handed every
+    # message again.
     stacks.stop_process(stack.process("controller"), sig=signal.SIGKILL)
     kube.control("/simulator/v1/namespaces/default/pods/replay-restarted-worker-0/fail", {"exitCode": 1})
+    kube.delete("Pod", "default", "replay-evicted-worker-1", grace_seconds=0)
     replayed = asyncio.run(_forget_controller_consumers(stack.nats_url))
     assert replayed > 0
     replay_started = time.time()
-    phases = PhaseWatch(kube, ("replay-done", "replay-running", "replay-restarted"))
+    phases = PhaseWatch(kube, ("replay-done", "replay-running", "replay-restarted", "replay-evicted"))
     phases.start()
     try:
         stacks.restart(stack, "controller", kill=False)
         asyncio.run(_until_consumed(stack.nats_url))
         restarted = _wait_for(
             kube, "replay-restarted", lambda s: _phase(s) == "Running" and s.get("retryCount") == 1
+        )
+        evicted = _wait_for(
+            kube, "replay-evicted", lambda s: _phase(s) == "Running" and s.get("retryCount") == 1
         )
         time.sleep(1)  # anything the last replayed messages set off has happened
         after = _owned_objects(kube)
@@ -321,21 +328,28 @@ def test_replaying_every_message_to_a_restarted_controller_duplicates_nothing_an
         phases.join()
 
     assert restarted.get("running") == 2
+    assert evicted.get("running") == 2
     # RestartJob makes the restarted job's pods, PodGroup and plugin objects anew, as in Volcano;
     # everything else keeps its uid, and every object exists once, under the same name as before.
-    untouched = {key: uid for key, uid in before.items() if not key[1].startswith("replay-restarted")}
+    restarted_jobs = ("replay-restarted", "replay-evicted")
+    untouched = {key: uid for key, uid in before.items() if not key[1].startswith(restarted_jobs)}
     assert {key: after.get(key) for key in untouched} == untouched, "no pod or object was made again"
     assert set(after) == set(before), "the same objects, none missing and none extra"
-    pods = _names(kube, "Pod", "volcano.sh/job-name=replay-restarted")
-    assert sorted(pods) == ["replay-restarted-worker-0", "replay-restarted-worker-1"]
+    for name in restarted_jobs:
+        assert sorted(_names(kube, "Pod", f"volcano.sh/job-name={name}")) == [
+            f"{name}-worker-0",
+            f"{name}-worker-1",
+        ]
     assert phases.seen == {
         "replay-done": ["Completed"],
         "replay-running": ["Running", "Completed"],
         "replay-restarted": ["Running", "Restarting", "Pending", "Running"],
+        "replay-evicted": ["Running", "Restarting", "Pending", "Running"],
     }
     announced = asyncio.run(_phase_changes(stack.nats_url, since=replay_started))
     assert announced == {
         "replay-restarted": ["Restarting", "Pending", "Running"],
+        "replay-evicted": ["Restarting", "Pending", "Running"],
         "replay-running": ["Completed"],
     }, "each transition announced once, and none again"
 

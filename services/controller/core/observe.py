@@ -23,6 +23,7 @@ from services.controller.core.jobstate import (
     PodView,
     TaskSpec,
     Volume,
+    pod_name,
 )
 from services.controller.core.owners import controller_of
 from services.controller.core.policies import parse_go_duration, policies_from_manifest
@@ -276,10 +277,13 @@ def missed_pod_events(pods: Iterable[Json], state: JobState) -> list[ev.JobEvent
     For a Pending or Running job, each of its current version's Failed pods raises PodFailed and
     each completed task TaskCompleted once more. Handling one twice is harmless: an executed
     restart moved the job to a new version or out of those phases, a pending delayed action of the
-    same kind stays as it is, and SyncJob only recounts.
+    same kind stays as it is, and SyncJob only recounts. A Running job whose last status counted
+    every pod of a task, and which now misses one of them, lost it to someone else meanwhile:
+    PodEvicted, as Volcano raises for a pod deleted under it.
     """
     if state.status.phase not in (JobPhase.PENDING, JobPhase.RUNNING) or state.deleting:
         return []
+    pods = list(pods)
     events: list[ev.JobEvent] = []
     completed: set[str] = set()
     for pod in sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name", ""))):
@@ -291,6 +295,18 @@ def missed_pod_events(pods: Iterable[Json], state: JobState) -> list[ev.JobEvent
         elif view.phase == "Succeeded" and view.task not in completed and task_completed(state, view.task):
             completed.add(view.task)
             events.append(ev.TaskCompleted(**_base(pod)))
+    if state.status.phase == JobPhase.RUNNING and not state.status.terminating:
+        present = {str((p.get("metadata") or {}).get("name", "")) for p in pods}
+        for task in state.tasks:
+            counted = sum((state.status.task_status_count.get(task.name) or {}).values())
+            if counted < task.replicas:
+                continue  # not every pod was there at the last status: maybe never created
+            for index in range(task.replicas):
+                name = pod_name(state.name, task.name, index)
+                if name not in present:
+                    events.append(
+                        ev.PodEvicted(name, task.name, job_version=state.status.version, job_uid=state.uid)
+                    )
     return events
 
 

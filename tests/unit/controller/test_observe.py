@@ -227,3 +227,26 @@ def test_a_task_completed_while_the_controller_was_away_raises_task_completed_on
     assert [type(e) for e in missed] == [ev.TaskCompleted]
     partly = [_pod(j, 0, "Succeeded"), _pod(j, 1, "Running")]
     assert missed_pod_events(partly, observe_job(j, partly)) == []
+
+
+def _counted(j: dict[str, Any], **phases: int) -> None:
+    j["status"]["taskStatusCount"] = {"worker": {"phase": phases}}
+
+
+def test_a_pod_deleted_while_the_controller_was_away_raises_pod_evicted_at_start() -> None:
+    j = _job()
+    _counted(j, Running=2)  # the last status saw both pods
+    listed = [_pod(j, 0, "Running")]
+    assert missed_pod_events(listed, observe_job(j, listed)) == [
+        ev.PodEvicted(pod="tf-worker-1", task="worker", job_version=1, job_uid="u-123")
+    ]
+
+
+def test_a_pod_the_last_status_never_counted_is_not_taken_for_evicted() -> None:
+    j = _job()
+    _counted(j, Running=1)  # scaled up, or not created yet: SyncJob creates it
+    listed = [_pod(j, 0, "Running")]
+    assert missed_pod_events(listed, observe_job(j, listed)) == []
+    j["status"]["terminating"] = 1
+    _counted(j, Running=2)  # a kill under way deletes pods itself
+    assert missed_pod_events(listed, observe_job(j, listed)) == []
