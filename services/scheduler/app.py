@@ -35,6 +35,7 @@ async def run(settings: SchedulerSettings, health: Health) -> None:
         clock=SystemClock(),
         period=settings.cycle_period_seconds,
         decision_ttl=settings.decision_ttl_seconds,
+        min_gap=settings.min_cycle_gap_seconds,
         on_committed=relay.kick,
         conf_file=settings.conf_file,
     )

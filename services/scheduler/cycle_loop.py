@@ -61,6 +61,7 @@ class CycleLoop:
         clock: Clock,
         period: float,
         decision_ttl: float,
+        min_gap: float = 0.0,
         on_committed: Any = lambda: None,
         conf_file: str | None = None,
     ) -> None:
@@ -68,6 +69,7 @@ class CycleLoop:
         self._leadership = leadership
         self._clock = clock
         self._period = period
+        self._min_gap = min_gap
         self._ttl = timedelta(seconds=decision_ttl)
         self._on_committed = on_committed
         self._conf_file = conf_file
@@ -84,6 +86,7 @@ class CycleLoop:
 
     async def run(self) -> None:
         while True:
+            started = time.monotonic()
             try:
                 if await self._leadership.try_acquire_or_renew():
                     await self.run_once()
@@ -95,6 +98,11 @@ class CycleLoop:
                 log.exception("cycle failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._period)
+            # Each cycle reads the whole snapshot, so kicks that come faster than the gap (one per
+            # ingested batch while pods pour in) wait for it and are served by one cycle.
+            rest = self._min_gap - (time.monotonic() - started)
+            if rest > 0:
+                await asyncio.sleep(rest)
             self._wake.clear()
 
     async def run_once(self) -> CyclePlan:
