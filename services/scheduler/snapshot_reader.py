@@ -45,6 +45,19 @@ class ShellMemory:
     # cycle's cost in a large cluster.
     built: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
 
+    # One Resources object per distinct request: the core converts each request object once per
+    # cycle (by identity), and the pods of a job all ask for the same.
+    requests: dict[tuple[tuple[str, Any], ...], Resources] = field(default_factory=dict)
+
+    def request(self, amounts: Mapping[str, Any]) -> Resources:
+        key = tuple(sorted(amounts.items()))
+        held = self.requests.get(key)
+        if held is None:
+            if len(self.requests) > 10_000:
+                self.requests.clear()
+            held = self.requests[key] = Resources(amounts)
+        return held
+
     def holds(self, table: str, key: str, version: int) -> bool:
         held = self.built.get((table, key))
         return held is not None and held[0] == version
@@ -186,19 +199,15 @@ def build_snapshot(
     members: dict[tuple[str, str], list[core.TaskInfo]] = defaultdict(list)
     others: list[core.OtherPod] = []
     for pod in pods:
+        whole = _whole(pod, pod_details)
         if pod.ours and pod.group_name:
-            task = memory.reuse(
-                "pods", pod.uid, pod.resource_version, partial(_task, _whole(pod, pod_details))
-            )
+            task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, whole, memory))
             members[(pod.namespace, pod.group_name)].append(
                 _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )
         elif pod.node_name and pod.phase in ("Pending", "Running"):
-            others.append(
-                memory.reuse(
-                    "pods", pod.uid, pod.resource_version, partial(_other_pod, _whole(pod, pod_details))
-                )
-            )
+            other = memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, whole, memory))
+            others.append(other)
     gangs = []
     for group in groups:
         tasks = tuple(sorted(members.get((group.namespace, group.name), ()), key=lambda t: t.name))
@@ -268,7 +277,7 @@ def _node(row: Any) -> core.NodeInfo:
     )
 
 
-def _task(pod: Any) -> core.TaskInfo:
+def _task(pod: Any, memory: ShellMemory) -> core.TaskInfo:
     """The task as its row says, before this cycle's pending decisions are laid over it."""
     placement = pod.placement or {}
     status = _TASK_STATUS.get(pod.phase, core.PENDING)
@@ -279,7 +288,7 @@ def _task(pod: Any) -> core.TaskInfo:
         uid=pod.uid,
         namespace=pod.namespace,
         name=pod.name,
-        request=Resources(pod.request),
+        request=memory.request(pod.request),
         task_role=pod.task_role or "",
         node=node,
         status=status,
@@ -299,8 +308,8 @@ def _whole(row: Any, details: Mapping[str, Any] | None, key: str = "uid") -> Any
     return details.get(getattr(row, key), row)
 
 
-def _other_pod(pod: Any) -> core.OtherPod:
-    return core.OtherPod(node=pod.node_name, request=Resources(pod.request), namespace=pod.namespace)
+def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
+    return core.OtherPod(node=pod.node_name, request=memory.request(pod.request), namespace=pod.namespace)
 
 
 def _overlay(

@@ -7,6 +7,7 @@ that makes consumers idempotent. `decode` turns raw bytes back into the register
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -71,7 +72,7 @@ def new_event(
     time: datetime | None = None,
 ) -> CloudEvent[DataT]:
     """Wrap `data`; pass `event_id` when the id must be stable across retries (idempotency)."""
-    model: Any = CloudEvent[type(data)]  # type: ignore[misc]
+    model: Any = _parametrized(type(data))
     event: CloudEvent[DataT] = model(
         id=event_id or str(uuid.uuid4()),
         source=source,
@@ -93,7 +94,15 @@ def decode(raw: bytes) -> CloudEvent[Any]:
     model = _REGISTRY.get(document.get("type", ""))
     if model is None:
         raise UnknownEventType(f"unknown event type {document.get('type')!r}")
-    return CloudEvent[model].model_validate(document)  # type: ignore[valid-type]
+    parametrized: Any = _parametrized(model)
+    return parametrized.model_validate(document)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _parametrized(data_type: type[EventData]) -> type[CloudEvent[Any]]:
+    # pydantic caches CloudEvent[X] too, but finding it again costs more than validating a small
+    # event; every message published or consumed asks for it.
+    return CloudEvent[data_type]  # type: ignore[valid-type]
 
 
 def registered_types() -> dict[str, type[EventData]]:
