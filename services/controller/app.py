@@ -8,6 +8,7 @@ nothing published meanwhile is lost). A periodic resync repairs whatever a lost 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import structlog
@@ -21,7 +22,7 @@ from services.controller.queue_keeper import QueueKeeper
 from services.controller.settings import ControllerSettings
 from shared.bus.nats import Bus, ConsumerSpec
 from shared.clock import SystemClock
-from shared.kube.client import make_api_client
+from shared.kube.client import ApiError, make_api_client
 from shared.messages import subjects
 from shared.messages.cluster import ObjectChanged
 from shared.messages.envelope import CloudEvent
@@ -95,12 +96,21 @@ async def _resync(dispatcher: Dispatcher) -> None:
     for podgroup in cache.all("PodGroup"):
         meta = podgroup["metadata"]
         await dispatcher.gangs.group_changed(meta.get("namespace", ""), meta["name"])
+    # One object that cannot be synced now must not stop the controller from starting: the
+    # periodic resync and the object's next event try it again.
     for pod in cache.all("Pod"):
-        await dispatcher.gangs.pod_added(pod)
+        await _logged(dispatcher.gangs.pod_added(pod), "Pod", pod)
     for command in cache.all("Command"):
-        await dispatcher.queues.command_added(command)
+        await _logged(dispatcher.queues.command_added(command), "Command", command)
     for queue in cache.all("Queue"):
-        await dispatcher.queues.queue_changed(queue)
+        await _logged(dispatcher.queues.queue_changed(queue), "Queue", queue)
+
+
+async def _logged(sync: Awaitable[None], kind: str, obj: dict[str, Any]) -> None:
+    try:
+        await sync
+    except ApiError as error:
+        log.warning("resync failed", kind=kind, name=obj["metadata"].get("name"), error=str(error))
 
 
 async def _resync_forever(dispatcher: Dispatcher, period: float) -> None:

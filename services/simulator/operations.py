@@ -24,6 +24,18 @@ from services.simulator.webhook_rules import AdmissionAttributes
 PRIORITY_CLASSES_PLURAL = "priorityclasses"
 
 
+PATCH_ATTEMPTS = 5
+
+
+def _names_version(patch: Any) -> bool:
+    """Whether a merge, strategic or JSON patch sets metadata.resourceVersion (a precondition)."""
+    if isinstance(patch, dict):
+        return bool((patch.get("metadata") or {}).get("resourceVersion"))
+    if isinstance(patch, list):
+        return any(isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch)
+    return False
+
+
 def success_status(code: int) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
 
@@ -104,9 +116,18 @@ class Operations:
         *,
         status_only: bool = False,
     ) -> dict[str, Any]:
-        old = self._store.get(kind, namespace, name)
-        patched = apply_patch(content_type, old, patch)
-        return await self.update(kind, namespace, name, patched, status_only=status_only)
+        # As kube-apiserver does: a patch that does not name a resourceVersion is applied again to
+        # the newer object when another write landed while webhooks were being called.
+        attempts = 1 if _names_version(patch) else PATCH_ATTEMPTS
+        for attempt in range(attempts):
+            old = self._store.get(kind, namespace, name)
+            patched = apply_patch(content_type, old, patch)
+            try:
+                return await self.update(kind, namespace, name, patched, status_only=status_only)
+            except errors.ApiError as error:
+                if error.code != 409 or attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     # -- delete ----------------------------------------------------------------------------
 
