@@ -1,9 +1,13 @@
-"""Shell: gather the `AdmissionContext` the pure rules need, from PostgreSQL.
+"""Shell: gather the `AdmissionContext` the pure rules need, from PostgreSQL and the API server.
 
 Queues and priority classes come from the scheduler's projection of the cluster (read-only here),
 cached for a moment so that a burst of reviews costs one query. A queue or priority class that a
 request names but the projection does not hold yet (created a moment ago) is read from the API
 server, so a Queue applied just before its first Job is not refused as missing.
+
+Validating the CREATE of a Job or PodGroup always reads its queue from the API server (one GET):
+the cache is half a second old and the projection trails the API, so a queue closed a moment ago
+would still look Open there. The API server is the only place its state is exact.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -24,6 +29,15 @@ from shared.kube.kinds import KINDS
 from shared.storage import tables
 
 CACHE_SECONDS = 0.5
+# A lookup answers in milliseconds; this bound keeps a stuck API server well inside the webhook's
+# own timeout (10 s by default), so the API server gets our refusal rather than a timeout.
+API_TIMEOUT_SECONDS = 3.0
+# Writes that put something into a queue: its state must be exact when they are admitted.
+QUEUE_ENTRIES = frozenset({"Job", "PodGroup"})
+
+
+class ContextUnavailable(Exception):
+    """The API server could not be asked what a decision depends on; nothing may be admitted."""
 
 
 class ContextLoader:
@@ -36,13 +50,20 @@ class ContextLoader:
         self._cached: AdmissionContext | None = None
         self._cached_at = 0.0
 
-    async def load(self, review: dict[str, Any]) -> AdmissionContext:
+    async def load(self, review: dict[str, Any], webhook: str = "validate") -> AdmissionContext:
+        """The context for one review; `ContextUnavailable` when the API server cannot answer."""
         ctx = await self._from_database()
         wanted_queues, wanted_classes = _named(review)
-        missing_queues = [q for q in wanted_queues if q not in ctx.queues]
+        if webhook == "validate" and _enters_queue(review):
+            looked_up = sorted(wanted_queues)  # exact state, whatever the projection says
+        else:
+            looked_up = [q for q in wanted_queues if q not in ctx.queues]
         missing_classes = [c for c in wanted_classes if not ctx.priority_class_exists(c)]
-        if self._api is not None and (missing_queues or missing_classes):
-            ctx = await self._with_api_lookups(ctx, missing_queues, missing_classes)
+        if self._api is not None and (looked_up or missing_classes):
+            try:
+                ctx = await self._with_api_lookups(ctx, looked_up, missing_classes)
+            except (TimeoutError, ApiError, aiohttp.ClientError, OSError) as error:
+                raise ContextUnavailable(f"the API server could not be asked: {error}") from error
         return ctx
 
     async def _from_database(self) -> AdmissionContext:
@@ -88,7 +109,9 @@ class ContextLoader:
         found = dict(ctx.queues)
         for name in queues:
             queue = await _get(self._api, "Queue", name)
-            if queue is not None:
+            if queue is None:
+                found.pop(name, None)  # deleted, though the projection may not know yet
+            else:
                 view = QueueView.from_queue(queue)
                 found[name] = replace(view, state=view.state or "Open")  # the controller opens new queues
         names = set(ctx.priority_classes)
@@ -100,7 +123,7 @@ class ContextLoader:
 
 async def _get(api: client.ApiClient, kind: str, name: str) -> dict[str, Any] | None:
     try:
-        return await request(api, "GET", KINDS[kind].item(None, name))
+        return await request(api, "GET", KINDS[kind].item(None, name), timeout=API_TIMEOUT_SECONDS)
     except ApiError as error:
         if error.status == 404:
             return None
@@ -119,6 +142,11 @@ def _view(row: tables.Queue) -> QueueView:
         deserved=amounts(row.deserved),
         guarantee=amounts(row.guarantee),
     )
+
+
+def _enters_queue(review: dict[str, Any]) -> bool:
+    req = review.get("request") or {}
+    return req.get("operation") == "CREATE" and (req.get("kind") or {}).get("kind") in QUEUE_ENTRIES
 
 
 def _named(review: dict[str, Any]) -> tuple[set[str], set[str]]:

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from services.admission import review as core
-from services.admission.context_loader import ContextLoader
+from services.admission.context_loader import ContextLoader, ContextUnavailable
 from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
 from shared.messages.envelope import new_event
@@ -86,8 +86,13 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
                     return _json(_refusal(400, f"the body is not JSON: {error}"), 400)
                 if not isinstance(review_in, dict):
                     return _json(_refusal(400, "the body is not an AdmissionReview object"), 400)
-                ctx = await loader.load(review_in)
-                answer = core.review(review_in, ctx, webhook)
+                try:
+                    ctx = await loader.load(review_in, webhook)
+                except ContextUnavailable as error:
+                    log.warning("review refused: context unavailable", error=str(error))
+                    answer = _unavailable(review_in, str(error))
+                else:
+                    answer = core.review(review_in, ctx, webhook)
             allowed = bool((answer.get("response") or {}).get("allowed"))
             kind = str(((review_in.get("request") or {}).get("kind") or {}).get("kind") or "")
             REVIEWS.labels(webhook, kind, str(allowed).lower()).inc()
@@ -115,6 +120,19 @@ def _refusal(code: int, message: str) -> dict[str, Any]:
         "kind": "AdmissionReview",
         "response": {"uid": "", "allowed": False, "status": {"code": code, "message": message}},
     }
+
+
+def _unavailable(review_in: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A refusal the user can retry: the decision needed the API server, which did not answer."""
+    uid = str((review_in.get("request") or {}).get("uid") or "")
+    status = {
+        "status": "Failure",
+        "code": 503,
+        "reason": "ServiceUnavailable",
+        "message": f"admission could not check this request, try again: {reason}",
+    }
+    answer = {"uid": uid, "allowed": False, "status": status}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": answer}
 
 
 def _forget(background: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.config import ServiceSettings
@@ -20,6 +20,21 @@ class AdmissionSettings(ServiceSettings):
     cert_file: str | None = Field(None, description="A supplied serving certificate (PEM); else generated.")
     key_file: str | None = Field(None, description="The supplied certificate's key (PEM).")
     ca_file: str | None = Field(None, description="The CA that signed the supplied certificate (PEM).")
+    cert_validity_seconds: float = Field(
+        90 * 86400, gt=0, description="Lifetime of a generated serving certificate (default 90 days)."
+    )
+    ca_validity_seconds: float = Field(
+        365 * 86400, gt=0, description="Lifetime of a generated CA (default 365 days)."
+    )
+    cert_renew_before_seconds: float = Field(
+        30 * 86400,
+        gt=0,
+        description="Renew a generated certificate when less than this is left (default 30 days); "
+        "a new CA is trusted twice this long before its CA expires.",
+    )
+    cert_check_seconds: float = Field(
+        30, gt=0, description="How often supplied certificate files are looked at for changes."
+    )
     webhook_url: str | None = Field(
         None,
         description="Base URL the API server calls (e.g. https://127.0.0.1:8443); else a Service reference.",
@@ -33,3 +48,15 @@ class AdmissionSettings(ServiceSettings):
     scheduler_name: str = Field("volcano", description="schedulerName given to Jobs that name none.")
     max_request_bytes: int = Field(3 * 1024 * 1024, gt=0, description="Larger AdmissionReviews are refused.")
     health_port: int = Field(8080, ge=0, le=65535)
+
+    @model_validator(mode="after")
+    def _renewal_fits(self) -> AdmissionSettings:
+        if self.cert_renew_before_seconds >= self.cert_validity_seconds:
+            raise ValueError(
+                "ADMISSION_CERT_RENEW_BEFORE_SECONDS must be below ADMISSION_CERT_VALIDITY_SECONDS"
+            )
+        if self.ca_validity_seconds <= 2 * self.cert_renew_before_seconds:
+            raise ValueError(
+                "ADMISSION_CA_VALIDITY_SECONDS must be above twice ADMISSION_CERT_RENEW_BEFORE_SECONDS"
+            )
+        return self
