@@ -1,21 +1,31 @@
-"""Every invalid Volcano manifest the admission unit tests hold, applied with kubectl to `phalanx up`.
+"""Admission as a kubectl user meets it, on `phalanx up`.
 
-The unit tests check the pure rules; this checks what a user sees: the API server calls the real
-webhook, which reads the queues from the scheduler's projection in PostgreSQL, and kubectl prints
-the refusal. `cases.yaml` next to the manifests gives each one's message and the queues it needs.
+Every invalid Volcano manifest the admission unit tests hold is applied with kubectl: the API
+server calls the real webhook, which reads the queues from the scheduler's projection in
+PostgreSQL (and a Job's queue from the API server), and kubectl prints the refusal — Volcano's
+message, then each cause's field. `cases.yaml` next to the manifests gives each one's message and
+the queues it needs. A queue closed a moment ago refuses the next Job, and kubectl keeps working
+while the webhook rotates its certificates and CA under it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import shutil
+import socket
+import ssl
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -130,6 +140,11 @@ def test_an_invalid_manifest_is_refused_with_volcanos_message(
     )
     assert "denied the request" in refused.stderr
     assert CASES["cases"][name]["message"] in refused.stderr
+    # kubectl prints only the Status message: it names every field at fault after Volcano's text.
+    causes = refused.stderr.partition("\ncauses:\n")[2]
+    assert [line.split(" (")[0].strip() for line in causes.splitlines() if line.strip()] == (
+        CASES["cases"][name]["fields"]
+    )
     obj = yaml.safe_load(manifest)
     got = kubectl(stack, "get", KIND_RESOURCES[obj["kind"]], obj["metadata"]["name"], "-o", "name")
     assert got.returncode != 0, "nothing refused is stored"
@@ -144,3 +159,127 @@ def test_a_valid_job_is_accepted_and_defaulted(stack: stacks.Stack) -> None:
     assert stored["spec"]["schedulerName"] == "volcano"
     assert stored["spec"]["maxRetry"] == 3
     assert kubectl(stack, "delete", "vcjob", "defaulted-by-admission").returncode == 0
+
+
+def queue_state(stack: stacks.Stack, name: str) -> str:
+    got = kubectl(stack, "get", "queue", name, "-o", "jsonpath={.status.state}")
+    return got.stdout.strip() if got.returncode == 0 else ""
+
+
+def job_in(queue: str, name: str, *, valid: bool = True) -> str:
+    task = {"replicas": 1, "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}
+    tasks = [{"name": "worker", **task}] + ([] if valid else [{"name": "worker", **task}])
+    return yaml.safe_dump(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minAvailable": 1, "queue": queue, "tasks": tasks},
+        }
+    )
+
+
+def api_call(stack: stacks.Stack, method: str, path: str, body: str | None = None) -> tuple[int, str]:
+    """One request to the cluster's API server, as fast as a client can make it (no kubectl start-up)."""
+    data = json.dumps(yaml.safe_load(body)).encode() if body else None
+    call = urllib.request.Request(
+        stack.simulator_url + path,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", "Authorization": "Bearer simulator"},
+    )
+    try:
+        with urllib.request.urlopen(call, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_a_job_right_after_its_queue_closed_is_refused(stack: stacks.Stack) -> None:
+    name = "closing-now"
+    queue_path = f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}"
+    jobs_path = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+
+    def state() -> str:
+        status, body = api_call(stack, "GET", queue_path)
+        return str((json.loads(body).get("status") or {}).get("state", "")) if status == 200 else ""
+
+    assert kubectl(stack, "apply", "-f", "-", stdin=queue_manifest(name, None)).returncode == 0
+    deadline = time.monotonic() + 30
+    while state() != "Open":
+        assert time.monotonic() < deadline, "the controller never opened the queue"
+        time.sleep(0.1)
+    assert kubectl(stack, "apply", "-f", "-", stdin=close_command(name)).returncode == 0
+    while state() != "Closed":
+        assert time.monotonic() < deadline, "the controller never closed the queue"
+        # Refused for another reason, each keeps the webhook's view of the queue fresh in its cache,
+        # so the Job below meets a cache that may still say Open: only an exact read refuses it.
+        status, body = api_call(stack, "POST", jobs_path, job_in(name, "warm-up", valid=False))
+        assert "duplicated task name worker" in body
+        time.sleep(0.02)
+    status, body = api_call(stack, "POST", jobs_path, job_in(name, "too-late"))
+    assert status >= 400, body
+    assert f"can only submit job to queue with state `Open`, queue `{name}` status is `Closed`" in body
+    assert kubectl(stack, "get", "vcjob", "too-late").returncode != 0, "nothing refused is stored"
+
+
+def served_certificate(port: int, ca_bundle: bytes) -> x509.Certificate:
+    """A new TLS handshake with the webhook, verified as the API server would: with its caBundle."""
+    context = ssl.create_default_context(cadata=ca_bundle.decode())
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def published_bundle(stack: stacks.Stack) -> bytes:
+    got = kubectl(stack, "get", "validatingwebhookconfiguration", "phalanx-admission", "-o", "json")
+    config = json.loads(got.stdout)
+    return base64.b64decode(config["webhooks"][0]["clientConfig"]["caBundle"])
+
+
+@pytest.fixture
+def rotating_admission(stack: stacks.Stack) -> Iterator[int]:
+    """The stack's webhook restarted with certificates that last seconds; put back afterwards."""
+    process = stack.process("admission")
+    saved = dict(process.env)
+    process.env |= {
+        "ADMISSION_CERT_DIR": str(Path(stack.state_dir) / "admission-certs-rotating"),
+        "ADMISSION_CERT_VALIDITY_SECONDS": "5",
+        "ADMISSION_CA_VALIDITY_SECONDS": "8",
+        "ADMISSION_CERT_RENEW_BEFORE_SECONDS": "3",
+    }
+    stacks.stop_process(process)
+    stacks.restart(stack, "admission", kill=False)
+    try:
+        yield int(saved["ADMISSION_PORT"])
+    finally:
+        rotating = stack.process("admission")
+        rotating.env = saved
+        stacks.stop_process(rotating)
+        stacks.restart(stack, "admission", kill=False)
+
+
+def test_kubectl_keeps_working_while_the_webhook_rotates_its_certificates(
+    stack: stacks.Stack, rotating_admission: int
+) -> None:
+    serving: set[int] = set()
+    issuers: set[str] = set()
+    deadline = time.monotonic() + 12
+    index = 0
+    while time.monotonic() < deadline:
+        index += 1
+        manifest = yaml.safe_load(queue_manifest(f"rotation-{index}", None))
+        manifest["metadata"]["labels"] = {"test": "rotation"}
+        applied = kubectl(stack, "apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+        assert applied.returncode == 0, applied.stderr  # both webhooks answered over TLS
+        cert = served_certificate(rotating_admission, published_bundle(stack))
+        serving.add(cert.serial_number)
+        issuers.add(cert.issuer.rfc4514_string())
+    assert len(serving) >= 3, "the serving certificate was renewed while kubectl kept working"
+    assert len(issuers) >= 2, "the CA was renewed while kubectl kept working"
+    deleted = kubectl(stack, "delete", "queue", "-l", "test=rotation")
+    assert deleted.returncode == 0, deleted.stderr
