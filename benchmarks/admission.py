@@ -2,10 +2,10 @@
 
     python -m benchmarks.admission [--rate 200] [--seconds 20] [--write FILE]
 
-Starts a local PostgreSQL (migrated, with the `default` queue projected as the scheduler would)
-and a local NATS in a temporary folder, then `python -m services.admission` as its own process on
-loopback with webhook registration off. Its kubeconfig points at a closed loopback port: every
-request names a queue the projection holds, so the API server is never needed. The client sends
+Starts a local PostgreSQL (migrated, with the `default` queue projected as the scheduler would),
+a local NATS and the simulated API server (holding the `default` queue) in a temporary folder,
+then `python -m services.admission` as its own process on loopback with webhook registration off.
+Validating a Job's CREATE reads its queue from the API server (one GET), as in production. The client sends
 AdmissionReviews over HTTPS (verified against the generated CA) on a fixed schedule, whatever the
 answers' speed (open loop), so latency is measured from each request's planned start: a slow
 answer delays no later request and is not hidden. The mix: Job mutate, valid Job validate and
@@ -138,14 +138,41 @@ async def project_default_queue(database_url: str) -> None:
         await engine.dispose()
 
 
-def unreachable_kubeconfig(path: Path) -> Path:
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
-        f"clusters: [{{name: none, cluster: {{server: 'http://127.0.0.1:{local.free_port()}'}}}}]\n"
-        "users: [{name: none, user: {}}]\n"
-        "contexts: [{name: none, context: {cluster: none, user: none}}]\n"
+def start_simulator(workdir: Path) -> subprocess.Popen[bytes]:
+    """The simulated API server, holding the `default` queue the benchmark's Jobs name."""
+    port, kubeconfig = local.free_port(), workdir / "kubeconfig"
+    log = (workdir / "simulator.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "services.simulator", "--port", str(port), "--kubeconfig", str(kubeconfig)],
+        cwd=REPOSITORY,
+        stdout=log,
+        stderr=log,
     )
-    return path
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"simulator exited:\n{(workdir / 'simulator.log').read_text()[-3000:]}")
+        try:
+            if kubeconfig.exists() and httpx.get(f"{url}/version", timeout=1.0).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "default"},
+        "spec": {"weight": 1, "reclaimable": True},
+    }
+    created = httpx.post(
+        f"{url}/apis/scheduling.volcano.sh/v1beta1/queues",
+        json=queue,
+        headers={"Authorization": "Bearer simulator"},
+        timeout=10.0,
+    )
+    created.raise_for_status()
+    return process
 
 
 def start_admission(workdir: Path, nats_url: str, database_url: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -153,7 +180,7 @@ def start_admission(workdir: Path, nats_url: str, database_url: str) -> tuple[su
     env = os.environ | {
         "ADMISSION_NATS__URL": nats_url,
         "ADMISSION_POSTGRES__URL": database_url,
-        "ADMISSION_KUBECONFIG": str(unreachable_kubeconfig(workdir / "kubeconfig")),
+        "ADMISSION_KUBECONFIG": str(workdir / "kubeconfig"),
         "ADMISSION_REGISTER_WEBHOOKS": "false",
         "ADMISSION_HOST": "127.0.0.1",
         "ADMISSION_PORT": str(port),
@@ -212,7 +239,9 @@ def report(tally: Tally, rate: float, seconds: float, load_before: float, cpu: t
             f"Python {platform.python_version()} on {platform.system()} {platform.release()}; {versions}.",
             "",
             "The webhook runs as its own process (`python -m services.admission`, registration off)",
-            "against a local PostgreSQL and NATS; the open-loop HTTPS client shares the machine.",
+            "against a local PostgreSQL, NATS and the simulated API server (each valid-or-not Job",
+            "CREATE validation reads its queue there: one GET); the open-loop HTTPS client shares",
+            "the machine.",
             "Latency counts from each request's planned start, so queueing in the client is included.",
             "Mix, in turn: Job mutate, valid Job validate, invalid Job validate (refused).",
             f"The machine's 1-minute load average before the run: {load_before:.2f} (it may be shared).",
@@ -247,21 +276,24 @@ def main() -> None:
         workdir = Path(tmp)
         servers = [local.start_postgres(workdir / "postgres"), local.start_nats(workdir / "nats")]
         admission: subprocess.Popen[bytes] | None = None
+        simulator: subprocess.Popen[bytes] | None = None
         try:
             postgres, nats = servers
             upgrade(postgres.url)
             asyncio.run(project_default_queue(postgres.url))
+            simulator = start_simulator(workdir)
             admission, port = start_admission(workdir, nats.url, postgres.url)
             cpu_before, client_before = cpu_seconds(admission.pid), time.process_time()
             tally = asyncio.run(load(port, workdir / "certs" / "ca.crt", args.rate, args.seconds))
             cpu = (cpu_seconds(admission.pid) - cpu_before, time.process_time() - client_before)
         finally:
-            if admission is not None:
-                admission.terminate()
-                try:
-                    admission.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    admission.kill()
+            for process in (admission, simulator):
+                if process is not None:
+                    process.terminate()
+                    try:
+                        process.wait(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
             for server in reversed(servers):
                 local.stop(server)
     text = report(tally, args.rate, args.seconds, load_before, cpu)
