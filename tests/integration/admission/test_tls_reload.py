@@ -1,0 +1,126 @@
+"""The webhook's real HTTPS server (uvicorn with the `TlsKeeper`'s context) and a real TLS client:
+supplied certificate files replaced on disk are served by new handshakes without a restart, a
+mismatched pair is not, and a changed CA file is published."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from cryptography import x509
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from services.admission.certs import Material, Policy, renew
+from services.admission.tls import Supplied, TlsKeeper
+from shared.infra import local
+
+pytestmark = pytest.mark.integration
+
+HOSTS = ["127.0.0.1"]
+POLICY = Policy(timedelta(days=30), timedelta(days=90), timedelta(days=10))
+
+
+def material(now: datetime) -> Material:
+    return renew(Material(), HOSTS, POLICY, now)
+
+
+def supply(files: Supplied, made: Material, *, key_from: Material | None = None) -> None:
+    files.cert.write_bytes(made.cert_pem)
+    files.key.write_bytes((key_from or made).key_pem)
+    files.ca.write_bytes(made.bundle_pem)
+
+
+async def served(port: int, ca_pem: bytes) -> x509.Certificate:
+    """The certificate a new handshake gets, verified against `ca_pem`; and a request succeeds."""
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    async with httpx.AsyncClient(verify=context) as client:
+        assert (await client.get(f"https://127.0.0.1:{port}/")).text == "ok"
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="127.0.0.1")
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    return x509.load_der_x509_certificate(der)
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[tuple[int, Supplied, list[bytes], Material]]:
+    files = Supplied(tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt")
+    first = material(datetime.now(UTC))
+    supply(files, first)
+    keeper = TlsKeeper(
+        tmp_path / "generated", HOSTS, POLICY, supplied=files, check_every=timedelta(seconds=0.1)
+    )
+    port = local.free_port()
+    app = Starlette(routes=[Route("/", lambda _request: PlainTextResponse("ok"))])
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        ssl_context_factory=lambda _config, _default: keeper.context,
+        log_level="warning",
+        lifespan="off",
+    )
+    uvicorn_server = uvicorn.Server(config)
+    uvicorn_server.capture_signals = contextlib.nullcontext  # type: ignore[assignment]
+    published: list[bytes] = []
+
+    async def publish(bundle: bytes) -> None:
+        published.append(bundle)
+
+    serving = asyncio.create_task(uvicorn_server.serve())
+    rotating = asyncio.create_task(keeper.run(publish))
+    while not uvicorn_server.started:
+        if serving.done():
+            await serving  # it failed to start: raise why
+        await asyncio.sleep(0.02)
+    try:
+        yield port, files, published, first
+    finally:
+        rotating.cancel()
+        uvicorn_server.should_exit = True
+        await serving
+
+
+async def eventually_served(port: int, ca_pem: bytes, serial: int) -> x509.Certificate:
+    for _ in range(100):
+        with contextlib.suppress(ssl.SSLError, httpx.ConnectError):
+            cert = await served(port, ca_pem)
+            if cert.serial_number == serial:
+                return cert
+        await asyncio.sleep(0.05)
+    raise AssertionError("the new certificate was never served")
+
+
+async def test_replaced_files_are_served_without_a_restart(
+    server: tuple[int, Supplied, list[bytes], Material],
+) -> None:
+    port, files, published, first = server
+    assert first.cert is not None
+    assert (await served(port, first.bundle_pem)).serial_number == first.cert.serial_number
+    second = material(datetime.now(UTC))  # a new CA as well: what cert-manager does on re-issue
+    assert second.cert is not None
+    supply(files, second)
+    await eventually_served(port, second.bundle_pem, second.cert.serial_number)
+    assert published == [second.bundle_pem], "the new CA goes into the webhook configurations"
+
+
+async def test_a_certificate_without_its_key_is_not_served(
+    server: tuple[int, Supplied, list[bytes], Material],
+) -> None:
+    port, files, _, first = server
+    assert first.cert is not None
+    half = material(datetime.now(UTC))
+    assert half.cert is not None
+    supply(files, half, key_from=first)  # the certificate is new, the key not yet
+    await asyncio.sleep(0.5)
+    assert (await served(port, first.bundle_pem)).serial_number == first.cert.serial_number
+    files.key.write_bytes(half.key_pem)  # the key catches up
+    await eventually_served(port, half.bundle_pem, half.cert.serial_number)
