@@ -54,6 +54,7 @@ class TlsKeeper:
         self._check_every = check_every
         self._material = self._directory.read()
         self._supplied_seen: tuple[bytes, bytes, bytes] | None = None
+        self._unpublished: Material | None = None
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         if supplied is None:
@@ -89,15 +90,18 @@ class TlsKeeper:
             if self._reload_supplied() and publish is not None and self.ca_pem != bundle_before:
                 await publish(self.ca_pem)
             return
-        before = self._material
+        # A bundle whose publication failed is published again, not replaced by yet another CA.
+        before = self._unpublished or self._material
         renewed = renew(before, self._hosts, self._policy, datetime.now(UTC))
-        if renewed is before:
+        if renewed is self._material:
             return
-        if renewed.authorities != before.authorities:
+        if renewed.authorities != self._material.authorities:
             # Trust first, serve second: the API server must know a CA before it sees its certificates.
             self._directory.write(renewed)
+            self._unpublished = renewed
             if publish is not None:
                 await publish(renewed.bundle_pem)
+            self._unpublished = None
         self._use(renewed)
 
     def _renew(self, now: datetime) -> None:
