@@ -14,7 +14,7 @@ class SchedulerSettings(ServiceSettings):
 
     cycle_period_seconds: float = Field(1.0, gt=0, le=60, description="Time between cycles.")
     min_cycle_gap_seconds: float = Field(
-        0.2, ge=0, le=60, description="Least time from one cycle's start to the next, however often kicked."
+        0.5, ge=0, le=60, description="Least time from one cycle's start to the next, however often kicked."
     )
     lease_seconds: float = Field(10.0, gt=1, description="Leadership lease; a standby takes over after.")
     decision_ttl_seconds: float = Field(
