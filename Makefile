@@ -1,4 +1,4 @@
-.PHONY: setup up down test unit integration e2e lint format typecheck bench
+.PHONY: setup up down test unit integration e2e lint format typecheck bench bench-e2e
 
 setup:
 	scripts/setup.sh
@@ -35,3 +35,9 @@ typecheck: setup
 bench: setup
 	.venv/bin/python -m benchmarks.scheduler_core
 	.venv/bin/python -m benchmarks.simulator
+
+SCENARIOS = s1 s2 s2-10000x1 s2-500x20 s2-20x500 s2-contended
+
+bench-e2e: setup
+	.venv/bin/phalanx bench $(SCENARIOS) --timeout 900
+	.venv/bin/phalanx bench $(SCENARIOS) --timeout 900 --qps 5000
