@@ -63,6 +63,8 @@ class GangKeeper:
         self._locks: dict[tuple[str, str], asyncio.Lock] = defaultdict(asyncio.Lock)
         self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self._status_due: set[tuple[str, str]] = set()
+        self._admitted: set[tuple[str, str]] = set()  # enqueued since the last status write
+        self._conditions: dict[tuple[str, str], Json] = {}  # newest condition not yet written
         self._status_updates: set[asyncio.Task[None]] = set()
 
     # -- decisions ---------------------------------------------------------------------------------
@@ -76,9 +78,9 @@ class GangKeeper:
             case msg.GangPlaced():
                 await self._place(data)
             case msg.GangEnqueued():
-                await self._update_status(data.namespace, data.podgroup, admitted=True)
+                self._status_soon(data.namespace, data.podgroup, admitted=True)
             case msg.GangUnschedulable():
-                await self._update_status(
+                self._status_soon(
                     data.namespace,
                     data.podgroup,
                     condition=_condition("Unschedulable", data.condition_reason, data.message),
@@ -114,7 +116,7 @@ class GangKeeper:
         }
         if refused:
             log.warning("some binds were not carried out", gang=data.podgroup, refused=refused)
-        await self._update_status(
+        self._status_soon(
             data.namespace,
             data.podgroup,
             condition=_condition("Scheduled", "tasks in gang are ready to be scheduled", ""),
@@ -181,14 +183,30 @@ class GangKeeper:
         The update reads the cache when it runs, so one update covers every change before it. If
         the controller stops first, the periodic resync brings the status up to date.
         """
+        self._status_soon(namespace, podgroup)
+
+    def _status_soon(
+        self, namespace: str, podgroup: str, *, admitted: bool = False, condition: Json | None = None
+    ) -> None:
+        """Write the PodGroup's status once for a burst of changes and decisions: an admission
+        and the newest condition are kept until the write. Lost in a crash, they come back: the
+        scheduler decides again for a gang whose decision is never confirmed."""
         key = (namespace, podgroup)
+        if admitted:
+            self._admitted.add(key)
+        if condition is not None:
+            self._conditions[key] = condition
         if key not in self._status_due:
             self._status_due.add(key)
             asyncio.get_running_loop().call_later(STATUS_COALESCE_SECONDS, self._start_status_update, key)
 
     def _start_status_update(self, key: tuple[str, str]) -> None:
         self._status_due.discard(key)
-        task = asyncio.get_running_loop().create_task(self._update_status(*key))
+        admitted = key in self._admitted
+        self._admitted.discard(key)
+        condition = self._conditions.pop(key, None)
+        update = self._update_status(*key, admitted=admitted, condition=condition)
+        task = asyncio.get_running_loop().create_task(update)
         self._status_updates.add(task)
         task.add_done_callback(self._status_update_done)
 
