@@ -175,7 +175,9 @@ def start_simulator(workdir: Path) -> subprocess.Popen[bytes]:
     return process
 
 
-def start_admission(workdir: Path, nats_url: str, database_url: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_admission(
+    workdir: Path, nats_url: str, database_url: str
+) -> tuple[subprocess.Popen[bytes], int, int]:
     port, health = local.free_port(), local.free_port()
     env = os.environ | {
         "ADMISSION_NATS__URL": nats_url,
@@ -198,12 +200,36 @@ def start_admission(workdir: Path, nats_url: str, database_url: str) -> tuple[su
             raise SystemExit(f"admission exited:\n{(workdir / 'admission.log').read_text()[-3000:]}")
         try:
             if httpx.get(f"http://127.0.0.1:{health}/readyz", timeout=1.0).status_code == 200:
-                return process, port
+                return process, port, health
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
     process.terminate()
     raise SystemExit("admission never became ready")
+
+
+def server_side(health_port: int) -> dict[float, int]:
+    """The webhook's own answer-time histogram (both paths): answers within each bound, cumulative.
+
+    It counts from the request reaching the handler to the answer, so unlike the client's
+    figures it does not grow when the client is starved of CPU.
+    """
+    text = httpx.get(f"http://127.0.0.1:{health_port}/metrics", timeout=5.0).text
+    within: dict[float, int] = {}
+    for line in text.splitlines():
+        if line.startswith("phalanx_admission_review_seconds_bucket{"):
+            bound = line.partition('le="')[2].partition('"')[0]
+            value = float(bound) if bound != "+Inf" else float("inf")
+            within[value] = within.get(value, 0) + int(float(line.rpartition(" ")[2]))
+    return dict(sorted(within.items()))
+
+
+def server_p99(within: dict[float, int]) -> str:
+    total = within.get(float("inf"), 0)
+    if not total:
+        return "-"
+    bound = next(b for b, n in within.items() if n >= 0.99 * total)
+    return f"at most {1000 * bound:g} ms"
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -223,7 +249,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def report(tally: Tally, rate: float, seconds: float, load_before: float, cpu: tuple[float, float]) -> str:
+def report(
+    tally: Tally,
+    rate: float,
+    seconds: float,
+    load_before: float,
+    cpu: tuple[float, float],
+    within: dict[float, int],
+) -> str:
     server_cpu, client_cpu = cpu
     values = sorted(tally.latencies)
     ms = [f"{1000 * percentile(values, f):.1f} ms" for f in (0.5, 0.9, 0.99, 1.0)] if values else ["-"] * 4
@@ -258,6 +291,9 @@ def report(tally: Tally, rate: float, seconds: float, load_before: float, cpu: t
             f"| webhook process CPU while loaded | {server_cpu:.1f} s "
             f"({100 * server_cpu / seconds:.0f} % of one core) |",
             f"| benchmark client CPU (HTTPS, httpx) | {client_cpu:.1f} s |",
+            f"| webhook's own p99 answer time (its histogram's bucket) | {server_p99(within)} |",
+            f"| webhook answers within 25 ms (its histogram) | "
+            f"{within.get(0.025, 0):,} of {within.get(float('inf'), 0):,} |",
             "",
         ]
     )
@@ -282,10 +318,11 @@ def main() -> None:
             upgrade(postgres.url)
             asyncio.run(project_default_queue(postgres.url))
             simulator = start_simulator(workdir)
-            admission, port = start_admission(workdir, nats.url, postgres.url)
+            admission, port, health = start_admission(workdir, nats.url, postgres.url)
             cpu_before, client_before = cpu_seconds(admission.pid), time.process_time()
             tally = asyncio.run(load(port, workdir / "certs" / "ca.crt", args.rate, args.seconds))
             cpu = (cpu_seconds(admission.pid) - cpu_before, time.process_time() - client_before)
+            within = server_side(health)
         finally:
             for process in (admission, simulator):
                 if process is not None:
@@ -296,7 +333,7 @@ def main() -> None:
                         process.kill()
             for server in reversed(servers):
                 local.stop(server)
-    text = report(tally, args.rate, args.seconds, load_before, cpu)
+    text = report(tally, args.rate, args.seconds, load_before, cpu, within)
     args.write.write_text(text)
     print(text)
 
