@@ -124,3 +124,56 @@ async def test_a_certificate_without_its_key_is_not_served(
     assert (await served(port, first.bundle_pem)).serial_number == first.cert.serial_number
     files.key.write_bytes(half.key_pem)  # the key catches up
     await eventually_served(port, half.bundle_pem, half.cert.serial_number)
+
+
+async def test_generated_certificates_rotate_under_a_running_server_and_a_new_ca_is_trusted_first(
+    tmp_path: Path,
+) -> None:
+    # Seconds instead of days: a new CA every 2.5 s (its validity less twice the renew-before),
+    # the second one serving from 4.5 s, when the first has less than the renew-before left.
+    policy = Policy(timedelta(seconds=3), timedelta(seconds=6.5), timedelta(seconds=2))
+    keeper = TlsKeeper(tmp_path, HOSTS, policy)
+    attempts: list[bytes] = []
+    published: list[bytes] = [keeper.ca_pem]  # what app.py registers at start
+
+    async def publish(bundle: bytes) -> None:
+        attempts.append(bundle)
+        if len(attempts) == 1:
+            raise OSError("the API server is away")  # the keeper must try the same bundle again
+        published.append(bundle)
+
+    port = local.free_port()
+    app = Starlette(routes=[Route("/", lambda _request: PlainTextResponse("ok"))])
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        ssl_context_factory=lambda _config, _default: keeper.context,
+        log_level="warning",
+        lifespan="off",
+    )
+    uvicorn_server = uvicorn.Server(config)
+    uvicorn_server.capture_signals = contextlib.nullcontext  # type: ignore[assignment]
+    serving = asyncio.create_task(uvicorn_server.serve())
+    rotating = asyncio.create_task(keeper.run(publish))
+    try:
+        while not uvicorn_server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.02)
+        first_ca = x509.load_pem_x509_certificates(published[0])[0]
+        issuers, serials = set(), set()
+        deadline = asyncio.get_running_loop().time() + 6.5
+        while asyncio.get_running_loop().time() < deadline:
+            cert = await served(port, published[-1])  # verified with the last published bundle
+            issuers.add(cert.issuer.rfc4514_string())
+            serials.add(cert.serial_number)
+            await asyncio.sleep(0.2)
+    finally:
+        rotating.cancel()
+        uvicorn_server.should_exit = True
+        await serving
+    assert len(serials) >= 3
+    assert first_ca.subject.rfc4514_string() in issuers
+    assert len(issuers) >= 2, "a certificate from the second CA was served"
+    assert attempts[1] == attempts[0], "the failed bundle was published again, not replaced"
