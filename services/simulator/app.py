@@ -64,6 +64,9 @@ class SimulatorServer:
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit it: without it Nagle holds each response's last segment
+        # for the client's delayed ACK, ~40 ms per keep-alive request (kube-apiserver sets it too).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((self.settings.host, self.settings.port))
         # Listening now, not when uvicorn starts, lets clients connect as soon as it is announced.
         sock.listen(4096)
