@@ -9,6 +9,7 @@ failure to call becomes a 500 under failurePolicy Fail and is ignored under Igno
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import uuid
@@ -38,10 +39,14 @@ class WebhookCallError(Exception):
     pass
 
 
+KEPT_SESSIONS = 4  # webhook TLS sessions, one per CA bundle in use
+
+
 class Admission:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._clients: dict[str, aiohttp.ClientSession] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def close(self) -> None:
         for client in self._clients.values():
@@ -148,6 +153,13 @@ class Admission:
                 context = ssl.create_default_context()
             connector = aiohttp.TCPConnector(ssl=context, limit=256, keepalive_timeout=60)
             session = self._clients[ca_bundle] = aiohttp.ClientSession(connector=connector, trust_env=False)
+            # A webhook that rotates its CA publishes a new bundle each time; the sessions of
+            # bundles no longer published are closed rather than kept forever.
+            while len(self._clients) > KEPT_SESSIONS:
+                oldest = next(iter(self._clients))
+                retired = self._clients.pop(oldest)
+                self._closing.add(task := asyncio.get_running_loop().create_task(retired.close()))
+                task.add_done_callback(self._closing.discard)
         return session
 
 
