@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import Cache
+from services.controller.coalesce import Coalescer
 from services.controller.core.podgroups import (
     group_annotation_patch,
     needs_podgroup,
@@ -62,10 +63,11 @@ class GangKeeper:
         self._on_committed = on_committed
         self._locks: dict[tuple[str, str], asyncio.Lock] = defaultdict(asyncio.Lock)
         self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
-        self._status_due: set[tuple[str, str]] = set()
         self._admitted: set[tuple[str, str]] = set()  # enqueued since the last status write
         self._conditions: dict[tuple[str, str], Json] = {}  # newest condition not yet written
-        self._status_updates: set[asyncio.Task[None]] = set()
+        self._status_writes = Coalescer(
+            STATUS_COALESCE_SECONDS, self._write_status, what="PodGroup status write"
+        )
 
     # -- decisions ---------------------------------------------------------------------------------
 
@@ -196,24 +198,12 @@ class GangKeeper:
             self._admitted.add(key)
         if condition is not None:
             self._conditions[key] = condition
-        if key not in self._status_due:
-            self._status_due.add(key)
-            asyncio.get_running_loop().call_later(STATUS_COALESCE_SECONDS, self._start_status_update, key)
+        self._status_writes.request(key)
 
-    def _start_status_update(self, key: tuple[str, str]) -> None:
-        self._status_due.discard(key)
+    async def _write_status(self, key: tuple[str, str]) -> None:
         admitted = key in self._admitted
         self._admitted.discard(key)
-        condition = self._conditions.pop(key, None)
-        update = self._update_status(*key, admitted=admitted, condition=condition)
-        task = asyncio.get_running_loop().create_task(update)
-        self._status_updates.add(task)
-        task.add_done_callback(self._status_update_done)
-
-    def _status_update_done(self, task: asyncio.Task[None]) -> None:
-        self._status_updates.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("PodGroup status update failed", error=repr(task.exception()))
+        await self._update_status(*key, admitted=admitted, condition=self._conditions.pop(key, None))
 
     async def _update_status(
         self, namespace: str, name: str, *, admitted: bool = False, condition: Json | None = None

@@ -9,7 +9,6 @@ and is only deleted.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import Cache
+from services.controller.coalesce import Coalescer
 from services.controller.core.commands import decide_command
 from services.controller.core.queues import QueueView, queue_status_patch, queue_transition
 from services.controller.kube_writes import KubeWrites
@@ -60,8 +60,7 @@ class QueueKeeper:
         self._kube = kube
         self._sessions = sessions
         self._job_command = job_command
-        self._sync_due: set[str] = set()
-        self._syncs: set[asyncio.Task[None]] = set()
+        self._syncs = Coalescer(QUEUE_SYNC_COALESCE_SECONDS, self._sync, what="queue sync")
 
     async def ensure_builtin_queues(self) -> None:
         for queue in BUILTIN_QUEUES:
@@ -74,23 +73,12 @@ class QueueKeeper:
     def podgroups_changed(self, name: str) -> None:
         """A PodGroup of the queue came or went: sync the queue shortly, once for the whole burst.
         If the controller stops first, the periodic resync brings the queue up to date."""
-        if name not in self._sync_due:
-            self._sync_due.add(name)
-            asyncio.get_running_loop().call_later(QUEUE_SYNC_COALESCE_SECONDS, self._start_sync, name)
+        self._syncs.request(name)
 
-    def _start_sync(self, name: str) -> None:
-        self._sync_due.discard(name)
+    async def _sync(self, name: str) -> None:
         queue = self._cache.get("Queue", ("", name))
-        if queue is None:
-            return
-        task = asyncio.get_running_loop().create_task(self.queue_changed(queue))
-        self._syncs.add(task)
-        task.add_done_callback(self._sync_done)
-
-    def _sync_done(self, task: asyncio.Task[None]) -> None:
-        self._syncs.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("queue sync failed", error=repr(task.exception()))
+        if queue is not None:
+            await self.queue_changed(queue)
 
     async def _apply(self, queue: Json, action: str) -> None:
         name = queue["metadata"]["name"]
