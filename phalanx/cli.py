@@ -223,10 +223,10 @@ def bench(
         ..., help="Scenarios: s1, s2, s2-10000x1, s2-500x20, s2-20x500, s2-contended."
     ),
     qps: float = typer.Option(
-        None, "--qps", help="The simulated API's write limit (e.g. 5000); default none."
+        None, "--qps", min=1, help="The simulated API's write limit (e.g. 5000); default none."
     ),
     scale: float = typer.Option(
-        1.0, "--scale", help="Shrink nodes and pods by this factor for a quick look."
+        1.0, "--scale", min=0.001, max=1.0, help="Shrink nodes and pods by this factor for a quick look."
     ),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", help="Where the results files go."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the pods to be bound."),
