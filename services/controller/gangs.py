@@ -1,7 +1,7 @@
 """Shell: carry out the scheduler's decisions and keep every PodGroup's status.
 
 Decisions arrive on `decisions.*`, one message per gang. Each is fenced: a gang's decisions from an
-older scheduler epoch than one already acted on are ignored (`gang_fences`). Placing binds every
+older scheduler epoch than one already acted on are ignored (fences.py). Placing binds every
 pod of the gang concurrently (a pod already bound to that node counts as done); enqueueing moves
 the PodGroup to Inqueue so its job's pods get created; an unschedulable verdict becomes the
 PodGroup's Unschedulable condition with Volcano's message; evicting goes through pods/eviction.
@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import Cache
@@ -30,7 +29,9 @@ from services.controller.core.podgroups import (
     podgroup_for_pod,
     podgroup_status,
 )
+from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
+from shared.batching import Batcher
 from shared.messages import decisions as msg
 from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
@@ -65,6 +66,9 @@ class GangKeeper:
         self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self._admitted: set[tuple[str, str]] = set()  # enqueued since the last status write
         self._conditions: dict[tuple[str, str], Json] = {}  # newest condition not yet written
+        self._fences = DecisionFences(sessions)
+        # The audit rows of decisions carried out together share one transaction.
+        self._audits = Batcher(self._write_audits)
         self._status_writes = Coalescer(
             STATUS_COALESCE_SECONDS, self._write_status, what="PodGroup status write"
         )
@@ -73,7 +77,7 @@ class GangKeeper:
 
     async def decided(self, event: CloudEvent[Any]) -> None:
         data = event.data
-        if not await self._fresh(data.gang_uid, data.epoch):
+        if not await self._fences.fresh(data.gang_uid, data.epoch):
             log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
             return
         match data:
@@ -89,22 +93,6 @@ class GangKeeper:
                 )
             case msg.PodsEvicted():
                 await self._evict(data)
-
-    async def _fresh(self, gang_uid: str, epoch: int) -> bool:
-        """Record `epoch` as the newest acted on for the gang; False if a newer one was already."""
-        async with self._sessions() as session, session.begin():
-            newest = (
-                await session.execute(
-                    text(
-                        "INSERT INTO gang_fences (gang_uid, epoch) VALUES (:gang, :epoch) "
-                        "ON CONFLICT (gang_uid) DO UPDATE "
-                        "SET epoch = GREATEST(gang_fences.epoch, EXCLUDED.epoch) "
-                        "RETURNING epoch"
-                    ),
-                    {"gang": gang_uid, "epoch": epoch},
-                )
-            ).scalar_one()
-        return int(newest) <= epoch
 
     async def _place(self, data: msg.GangPlaced) -> None:
         async def bind(b: msg.Bind) -> str:
@@ -168,14 +156,14 @@ class GangKeeper:
         event = new_event(
             audit, source=SOURCE, event_id=f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}"
         )
+        subject = subjects.audit("controller", action, data.namespace, data.podgroup)
+        await self._audits.submit((subject, event))
+
+    async def _write_audits(self, events: list[tuple[str, CloudEvent[Any]]]) -> list[None]:
         async with self._sessions() as session, session.begin():
-            outbox.enqueue(
-                session,
-                tables.ControllerOutbox,
-                subjects.audit("controller", action, data.namespace, data.podgroup),
-                event,
-            )
+            outbox.enqueue_many(session, tables.ControllerOutbox, events)
         self._on_committed()
+        return [None] * len(events)
 
     # -- PodGroup status ---------------------------------------------------------------------------
 
@@ -258,5 +246,7 @@ def _with_condition(conditions: list[Json], condition: Json) -> list[Json]:
 
 
 def _same_status(held: Json, wanted: Json) -> bool:
-    fields = ("phase", "running", "succeeded", "failed", "conditions")
-    return all(held.get(f) == wanted.get(f) for f in fields if f in wanted)
+    """Whether writing `wanted` would change what users see; absent counters and conditions read
+    as zero and none, so a new PodGroup is not rewritten only to spell out its zeros."""
+    empty: dict[str, Any] = {"phase": "", "running": 0, "succeeded": 0, "failed": 0, "conditions": []}
+    return all((held.get(f) or empty[f]) == (wanted.get(f) or empty[f]) for f in empty if f in wanted)
