@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -96,11 +97,15 @@ class CycleLoop:
                 log.warning("leadership lost; standing by", reason=str(lost))
             except Exception:
                 log.exception("cycle failed")
+            took = time.monotonic() - started
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._period)
             # Each cycle reads the whole snapshot, so kicks that come faster than the gap (one per
-            # ingested batch while pods pour in) wait for it and are served by one cycle.
-            rest = self._min_gap - (time.monotonic() - started)
+            # ingested batch while pods pour in) wait for it and are served by one cycle. A cycle
+            # that took longer than the gap stretches it: on a large cluster under load, cycles
+            # then take at most about half of this process's time, the ingester the rest, and
+            # each cycle places what gathered meanwhile.
+            rest = max(self._min_gap, took) - (time.monotonic() - started)
             if rest > 0:
                 await asyncio.sleep(rest)
             self._wake.clear()
@@ -114,7 +119,7 @@ class CycleLoop:
         conf = self._current_conf(read.conf_text)
         plan = plan_cycle(read.snapshot, conf)
         self.cycle += 1
-        await self._commit(plan, read.snapshot, read.verdict_messages)
+        await self._commit(plan, read.snapshot, read.verdicts)
         self._remember(plan, read.snapshot)
         self.last_plan = plan
         CYCLE_SECONDS.observe(time.perf_counter() - started)
@@ -152,7 +157,7 @@ class CycleLoop:
         )
 
     async def _commit(
-        self, plan: CyclePlan, snapshot: Snapshot, previous_verdicts: dict[str, str] | Any
+        self, plan: CyclePlan, snapshot: Snapshot, recorded: Mapping[str, tuple[str, str, str]]
     ) -> None:
         gangs = {g.uid: g for g in snapshot.gangs}
         task_gang = {t.uid: g.uid for g in snapshot.gangs for t in g.tasks}
@@ -257,19 +262,23 @@ class CycleLoop:
             for verdict in plan.verdicts:
                 if verdict.gang_uid not in gangs:
                     continue
+                queue = gangs[verdict.gang_uid].queue
+                previous = recorded.get(verdict.gang_uid)
+                if previous == (verdict.reason, verdict.message, queue):
+                    continue  # unchanged: a gang that waits for many cycles is written once
                 verdict_rows.append(
                     {
                         "gang_uid": verdict.gang_uid,
                         "namespace": verdict.namespace,
                         "name": verdict.name,
-                        "queue": gangs[verdict.gang_uid].queue,
+                        "queue": queue,
                         "reason": verdict.reason,
                         "condition_reason": verdict.condition_reason,
                         "message": verdict.message,
                         "cycle": cycle,
                     }
                 )
-                if previous_verdicts.get(verdict.gang_uid) != verdict.message:
+                if previous is None or previous[1] != verdict.message:
                     announce(
                         msg.GangUnschedulable(
                             **base(verdict.gang_uid),

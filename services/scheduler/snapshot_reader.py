@@ -80,7 +80,7 @@ class ShellMemory:
 class ReadResult:
     snapshot: core.Snapshot
     conf_text: str | None
-    verdict_messages: Mapping[str, str]  # gang uid -> last recorded message
+    verdicts: Mapping[str, tuple[str, str, str]]  # gang uid -> recorded (reason, message, queue)
 
 
 async def read_snapshot(
@@ -121,9 +121,13 @@ async def read_snapshot(
             select(tables.SchedulerConfig.conf).where(tables.SchedulerConfig.deleted.is_(False))
         )
     ).first()
-    verdicts = dict(
-        (await session.execute(select(tables.GangVerdict.gang_uid, tables.GangVerdict.message))).all()
-    )
+    verdict = tables.GangVerdict
+    verdicts = {
+        uid: (reason, message, queue)
+        for uid, reason, message, queue in (
+            await session.execute(select(verdict.gang_uid, verdict.reason, verdict.message, verdict.queue))
+        ).all()
+    }
     snapshot = build_snapshot(
         now=now,
         queues=queue_rows,
