@@ -15,6 +15,7 @@ import platform
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -174,10 +175,13 @@ def _start_profilers(stack: stacks.Stack, directory: Path | None) -> list[subpro
     if directory is None:
         return []
     directory.mkdir(parents=True, exist_ok=True)
+    # py-spy comes with the dev extras, so look beside this interpreter when it is not on PATH.
+    beside = Path(sys.executable).parent / "py-spy"
+    py_spy = shutil.which("py-spy") or (str(beside) if beside.exists() else "py-spy")
     return [
         subprocess.Popen(
             [
-                "py-spy",
+                py_spy,
                 "record",
                 "--pid",
                 str(process.pid),
