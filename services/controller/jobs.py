@@ -41,11 +41,12 @@ from services.controller.core.plugins.sshkeys import generate_key_pair
 from services.controller.core.pods import build_pod, build_pvc
 from services.controller.kube_writes import KubeWrites
 from services.controller.timers import TimerStore
+from shared.batching import Batcher
 from shared.clock import Clock
 from shared.kube.client import ApiError
 from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
-from shared.messages.envelope import new_event
+from shared.messages.envelope import CloudEvent, new_event
 from shared.messages.jobs import JobPhaseChanged
 from shared.storage import outbox, tables
 
@@ -54,6 +55,9 @@ Json = dict[str, Any]
 SOURCE = "phalanx/controller"
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 CREATE_CONCURRENCY = 32
+# A job's phase record (its `job_records` row) and the messages that announce the change.
+_PhaseRecord = tuple[Json, list[tuple[str, CloudEvent[Any]]]]
+_UPDATED_ON_CHANGE = ("phase", "retry_count", "version", "updated_at")
 
 
 class JobDriver:
@@ -77,6 +81,8 @@ class JobDriver:
         self._create_slots = asyncio.Semaphore(CREATE_CONCURRENCY)
         self._timer_store = TimerStore(sessions)
         self._podgroup_checked: dict[str, tuple[Any, ...]] = {}  # job uid -> what last agreed
+        # Jobs that change phase together (a burst of Jobs, each one pod) share one transaction.
+        self._phase_records = Batcher(self._write_phase_records)
 
     # -- entry points: one per kind of change ---------------------------------------------------
 
@@ -356,44 +362,42 @@ class JobDriver:
             message=data.message,
             details={"previous": data.previous, "phase": phase, "retryCount": data.retry_count},
         )
+        row: Json = {
+            "uid": after.uid,
+            "namespace": after.namespace,
+            "name": after.name,
+            "phase": phase,
+            "retry_count": after.status.retry_count,
+            "version": after.status.version,
+            "state": {"timers": [t.key for t in after.timers]},
+        }
+        events: list[tuple[str, CloudEvent[Any]]] = [
+            (
+                subjects.job_event("phase", after.namespace, after.name),
+                new_event(data, source=SOURCE, event_id=event_id, subject=f"{after.namespace}/{after.name}"),
+            ),
+            (
+                subjects.audit("controller", "phase-changed", after.namespace, after.name),
+                new_event(audit, source=SOURCE, event_id=f"audit:{event_id}"),
+            ),
+        ]
+        await self._phase_records.submit((row, events))
+
+    async def _write_phase_records(self, records: list[_PhaseRecord]) -> list[None]:
+        """The phase changes of jobs that moved together: one upsert and their announcements."""
+        rows = {row["uid"]: row for row, _ in records}  # a job twice in one batch: its newest
         async with self._sessions() as session, session.begin():
-            statement = insert(tables.JobRecord).values(
-                uid=after.uid,
-                namespace=after.namespace,
-                name=after.name,
-                phase=phase,
-                retry_count=after.status.retry_count,
-                version=after.status.version,
-                state={"timers": [t.key for t in after.timers]},
-            )
+            statement = insert(tables.JobRecord).values(list(rows.values()))
             await session.execute(
                 statement.on_conflict_do_update(
                     index_elements=["uid"],
-                    set_={
-                        "phase": phase,
-                        "retry_count": after.status.retry_count,
-                        "version": after.status.version,
-                        "updated_at": statement.excluded.updated_at,
-                    },
+                    set_={c: statement.excluded[c] for c in _UPDATED_ON_CHANGE},
                 )
             )
-            outbox.enqueue_many(
-                session,
-                tables.ControllerOutbox,
-                [
-                    (
-                        subjects.job_event("phase", after.namespace, after.name),
-                        new_event(
-                            data, source=SOURCE, event_id=event_id, subject=f"{after.namespace}/{after.name}"
-                        ),
-                    ),
-                    (
-                        subjects.audit("controller", "phase-changed", after.namespace, after.name),
-                        new_event(audit, source=SOURCE, event_id=f"audit:{event_id}"),
-                    ),
-                ],
-            )
+            announcements = [event for _, events in records for event in events]
+            outbox.enqueue_many(session, tables.ControllerOutbox, announcements)
         self._on_committed()
+        return [None] * len(records)
 
 
 def _version(obj: Json | None) -> str | None:
