@@ -150,7 +150,9 @@ class Decision(Base):
 
 
 class GangVerdict(Base):
-    """Why the last cycle left a gang unplaced: the answer to "why is my job pending?"."""
+    """Why the last cycle left a gang unplaced: the answer to "why is my job pending?".
+
+    Written when the verdict changes, so `cycle` is the cycle that first gave it."""
 
     __tablename__ = "gang_verdicts"
     gang_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
