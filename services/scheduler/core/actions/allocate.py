@@ -116,7 +116,12 @@ def _room_now(ctx: CycleContext, task: TaskView) -> bool:
 def backfill(ctx: CycleContext) -> None:
     """Place BestEffort pending tasks of admitted gangs, in queue, job and task order."""
     state, conf = ctx.state, ctx.conf
-    gangs = [g for g in state.gangs if ctx.schedulable(g)]
+    # Only gangs with a pending BestEffort task are ordered: ordering costs shares per gang.
+    gangs = [
+        g
+        for g in state.gangs
+        if any(t.status == PENDING and t.best_effort for t in g.tasks) and ctx.schedulable(g)
+    ]
     gangs.sort(
         key=lambda g: (
             queue_key(g.queue, conf, state) if g.queue else (),
