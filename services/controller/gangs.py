@@ -245,8 +245,15 @@ def _with_condition(conditions: list[Json], condition: Json) -> list[Json]:
     return [*kept, condition]
 
 
+# The status fields users see, each with what its absence reads as.
+_SHOWN_STATUS: dict[str, Any] = {"phase": "", "running": 0, "succeeded": 0, "failed": 0, "conditions": []}
+
+
 def _same_status(held: Json, wanted: Json) -> bool:
     """Whether writing `wanted` would change what users see; absent counters and conditions read
     as zero and none, so a new PodGroup is not rewritten only to spell out its zeros."""
-    empty: dict[str, Any] = {"phase": "", "running": 0, "succeeded": 0, "failed": 0, "conditions": []}
-    return all((held.get(f) or empty[f]) == (wanted.get(f) or empty[f]) for f in empty if f in wanted)
+    return all(
+        (held.get(f) or empty) == (wanted.get(f) or empty)
+        for f, empty in _SHOWN_STATUS.items()
+        if f in wanted
+    )
