@@ -11,6 +11,7 @@ phalanx bench NAME...             end-to-end scheduling benchmarks (results in b
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import tempfile
@@ -36,15 +37,27 @@ STATE_DIR = typer.Option(Path(".phalanx"), "--state-dir", help="Where state, log
 @infra.command("up")
 def infra_up(state_dir: Path = STATE_DIR) -> None:
     """Start NATS and PostgreSQL (unless already running for STATE_DIR) and print their URLs."""
+    from phalanx.stack import create_streams
+    from shared.bus.permissions import BOOTSTRAP
+    from shared.infra import nats_auth, passwords, provision
     from shared.storage import migrate
+    from shared.storage.roles import MIGRATOR
 
-    servers = local.up(state_dir.resolve())
+    state_dir = state_dir.resolve()
+    servers = local.up(state_dir)
     postgres = next(s for s in servers if s.name == "postgres")
-    migrate.upgrade(postgres.url)
-    for server in servers:
-        console.print(f"[bold]{server.name}[/bold] {server.url}  (pid {server.pid}, log {server.log_path})")
     nats = next(s for s in servers if s.name == "nats")
-    console.print(f"\nexport PHALANX_NATS_URL={nats.url}\nexport PHALANX_DATABASE_URL={postgres.url}")
+    owner = provision.local_postgres_roles(postgres.url, state_dir)[MIGRATOR]
+    migrate.upgrade(passwords.with_user(postgres.url, *owner))
+    bootstrap = nats_auth.passwords_for(state_dir)[BOOTSTRAP]
+    asyncio.run(create_streams(passwords.with_user(nats.url, BOOTSTRAP, bootstrap)))
+    for server in servers:
+        shown = passwords.without_user(server.url)
+        console.print(f"[bold]{server.name}[/bold] {shown}  (pid {server.pid}, log {server.log_path})")
+    console.print(
+        f"\nBoth servers ask for credentials: {state_dir / 'nats-users.json'} (NATS, one user per"
+        f" service) and {state_dir / 'postgres-users.json'} (PostgreSQL roles phalanx_<service>)."
+    )
 
 
 @infra.command("down")
@@ -76,6 +89,7 @@ def up(
     import time
 
     from phalanx import stack as stacks
+    from shared.infra.passwords import without_user
 
     console.print("starting NATS, PostgreSQL, the simulated cluster and the four services ...")
     try:
@@ -89,8 +103,8 @@ def up(
         f"""
 [bold green]Phalanx is running.[/bold green]
   cluster (simulated)  {running.simulator_url}   kubeconfig: {kubeconfig}
-  NATS                 {running.nats_url}
-  PostgreSQL           {running.database_url}
+  NATS                 {without_user(running.nats_url)}   users: {Path(running.state_dir) / "nats-users.json"}
+  PostgreSQL           {without_user(running.database_url)}
   logs                 {Path(running.state_dir) / "logs"}
 
 Submit a Volcano Job and watch it:
@@ -209,7 +223,7 @@ def events_watch(
             raise typer.BadParameter(
                 "no stack runs for --state-dir; pass --nats-url", param_hint="--nats-url"
             )
-        nats_url = running.nats_url
+        nats_url = running.auditor_nats_url or running.nats_url
     start = audit.parse_since(since, datetime.now(UTC)) if since else None
     with contextlib.suppress(KeyboardInterrupt):
         audit.run(

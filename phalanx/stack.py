@@ -22,12 +22,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import nats
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from shared.bus import permissions
+from shared.bus.nats import Bus
+from shared.config import NatsSettings
 from shared.infra import local, provision
-from shared.storage import migrate
+from shared.storage import migrate, roles
 from shared.storage.tables import metadata
 
 SERVICES = ("watcher", "scheduler", "controller", "admission")
@@ -52,9 +54,15 @@ class Stack:
     simulator_url: str
     processes: list[Process] = field(default_factory=list)
     infra: list[str] = field(default_factory=list)  # names of infra servers we started ourselves
+    # `nats_url` and `database_url` carry the bootstrap and owner credentials (tools and tests use
+    # them); `phalanx events watch` reads the audit stream as the read-only auditor.
+    auditor_nats_url: str = ""
 
     def save(self) -> None:
-        Path(self.state_dir, "stack.json").write_text(json.dumps(asdict(self), indent=2))
+        path = Path(self.state_dir, "stack.json")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds passwords
+        with os.fdopen(descriptor, "w") as file:
+            file.write(json.dumps(asdict(self), indent=2))
 
     @classmethod
     def load(cls, state_dir: Path) -> Stack | None:
@@ -76,6 +84,7 @@ def up(
     scheduler_conf: Path | None = None,
     simulator_args: Sequence[str] = (),
     say: object = print,
+    durable_postgres: bool = True,
 ) -> Stack:
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -85,15 +94,18 @@ def up(
     logs.mkdir(exist_ok=True)
     started_infra: list[str] = []
     nats = provision.provide_nats(state_dir)
-    postgres = provision.provide_postgres(state_dir)
+    postgres = provision.provide_postgres(state_dir, durable=durable_postgres)
     for name, provided in (("nats", nats), ("postgres", postgres)):
         if provided.how == "local process":
             started_infra.append(name)
     _record_local_infra(state_dir, nats, postgres)
-    migrate.upgrade(postgres.url)
+    # Migrations run as their own role, which owns the tables; the streams are made by the NATS
+    # bootstrap identity, since the services' own may only look them up (docs/security.md).
+    owner_url, bootstrap_url = postgres.url_as(roles.MIGRATOR), nats.url_as(permissions.BOOTSTRAP)
+    migrate.upgrade(owner_url)
     # The simulated cluster starts empty, so whatever the streams and tables hold from an earlier
     # run describes a cluster that no longer exists.
-    asyncio.run(forget_previous_cluster(nats.url, postgres.url))
+    asyncio.run(forget_previous_cluster(bootstrap_url, owner_url))
 
     kubeconfig = state_dir / "kubeconfig"
     kubeconfig.unlink(missing_ok=True)
@@ -103,18 +115,20 @@ def up(
         simulator_command += ["--nodes", str(nodes_file)]
     stack = Stack(
         str(state_dir),
-        nats.url,
-        postgres.url,
+        bootstrap_url,
+        owner_url,
         str(kubeconfig),
         f"http://127.0.0.1:{simulator_port}",
         infra=started_infra,
+        auditor_nats_url=nats.url_as(permissions.AUDITOR),
     )
     try:
         stack.processes.append(_spawn("simulator", simulator_command, {}, logs, health_port=0))
         stack.save()
         _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
         for name in SERVICES:
-            stack.processes.append(_spawn_service(name, stack, logs, scheduler_conf=scheduler_conf))
+            env = _service_env(name, nats, postgres)
+            stack.processes.append(_spawn_service(name, stack, env, logs, scheduler_conf=scheduler_conf))
         stack.save()
         for process in stack.processes[1:]:
             _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
@@ -126,19 +140,29 @@ def up(
 
 
 async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
-    connection = await nats.connect(nats_url)
+    """Empty streams and tables; `nats_url` must be allowed to delete and create streams."""
+    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-up")
     try:
-        jetstream = connection.jetstream()
-        for info in await jetstream.streams_info():
+        for info in await bus.js.streams_info():
             if info.config.name:
-                await jetstream.delete_stream(info.config.name)
+                await bus.js.delete_stream(info.config.name)
     finally:
-        await connection.close()
+        await bus.close()
+    await create_streams(nats_url)
     engine = create_async_engine(database_url)
     async with engine.begin() as transaction:
         names = ", ".join(metadata.tables)
         await transaction.execute(text(f"TRUNCATE {names}"))
     await engine.dispose()
+
+
+async def create_streams(nats_url: str) -> None:
+    """Create the streams as the bootstrap identity: the services' own may only look them up."""
+    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-bootstrap")
+    try:
+        await bus.ensure_streams()
+    finally:
+        await bus.close()
 
 
 def _record_local_infra(state_dir: Path, nats: provision.Provided, postgres: provision.Provided) -> None:
@@ -152,22 +176,28 @@ def _record_local_infra(state_dir: Path, nats: provision.Provided, postgres: pro
         local.save(state_dir, servers)
 
 
-def _service_env(name: str, stack: Stack, health_port: int) -> dict[str, str]:
+def _service_env(name: str, nats: provision.Provided, postgres: provision.Provided) -> dict[str, str]:
+    """Each service connects as itself: its NATS user and its PostgreSQL role, when we made them."""
     prefix = name.upper()
-    env = {
-        f"{prefix}_NATS__URL": stack.nats_url,
-        f"{prefix}_POSTGRES__URL": stack.database_url,
-        f"{prefix}_HEALTH_PORT": str(health_port),
-        f"{prefix}_LOG__FORMAT": "json",
-    }
-    if name != "scheduler":
-        env[f"{prefix}_KUBECONFIG"] = stack.kubeconfig
+    env = {f"{prefix}_NATS__URL": nats.url, f"{prefix}_POSTGRES__URL": postgres.url_as(name)}
+    if name in nats.credentials:
+        user, password = nats.credentials[name]
+        env |= {
+            f"{prefix}_NATS__USER": user,
+            f"{prefix}_NATS__PASSWORD": password,
+            f"{prefix}_NATS__MANAGE_STREAMS": "false",
+        }
     return env
 
 
-def _spawn_service(name: str, stack: Stack, logs: Path, *, scheduler_conf: Path | None) -> Process:
+def _spawn_service(
+    name: str, stack: Stack, env: dict[str, str], logs: Path, *, scheduler_conf: Path | None
+) -> Process:
     health_port = local.free_port()
-    env = _service_env(name, stack, health_port)
+    prefix = name.upper()
+    env = {**env, f"{prefix}_HEALTH_PORT": str(health_port), f"{prefix}_LOG__FORMAT": "json"}
+    if name != "scheduler":
+        env[f"{prefix}_KUBECONFIG"] = stack.kubeconfig
     if name == "admission":
         port = local.free_port()
         env |= {

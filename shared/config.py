@@ -10,12 +10,29 @@ from __future__ import annotations
 import sys
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class NatsSettings(BaseModel):
     url: str = Field("nats://127.0.0.1:4222", description="NATS server URL (JetStream enabled).")
+    # Credentials: a user and password (also accepted inside the URL), or a .creds file (JWT and
+    # nkey). None of them is needed by a server without authorization; docs/security.md lists what
+    # each service's identity must be allowed (shared/bus/permissions.py).
+    user: str | None = Field(None, description="NATS user name of this service.")
+    password: SecretStr | None = Field(None, description="Password of `user`.")
+    creds_file: str | None = Field(None, description="A NATS .creds file (user JWT and nkey seed).")
+    inbox_prefix: str | None = Field(
+        None, description="Where replies arrive; unset means _INBOX.<user> when a user is given."
+    )
+    tls_ca_file: str | None = Field(None, description="CA bundle that signed the server's certificate.")
+    tls_cert_file: str | None = Field(None, description="Client certificate, when the server asks for one.")
+    tls_key_file: str | None = Field(None, description="Key of `tls_cert_file`.")
+    manage_streams: bool = Field(
+        True,
+        description="Create or update the streams at start; off when a bootstrap identity made them "
+        "and this service may only look them up.",
+    )
     audit_max_age_hours: float = Field(24 * 7, gt=0, description="How long the AUDIT stream keeps events.")
     audit_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of the AUDIT stream.")
 

@@ -17,8 +17,9 @@ import nats
 import pytest
 from sqlalchemy.engine import make_url
 
+from shared.bus import permissions
 from shared.infra import provision
-from shared.storage import migrate
+from shared.storage import migrate, roles
 
 TEMPLATE = "phalanx_template"
 
@@ -29,18 +30,30 @@ def infra_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def nats_server(infra_dir: Path) -> Iterator[str]:
+def nats_provided(infra_dir: Path) -> Iterator[provision.Provided]:
+    """The session's NATS server; one started here enforces shared.bus.permissions."""
     provided = provision.provide_nats(infra_dir, env="PHALANX_TEST_NATS_URL")
-    yield provided.url
+    yield provided
     provided.stop()
 
 
 @pytest.fixture(scope="session")
-def postgres_server(infra_dir: Path) -> Iterator[str]:
-    """The URL of a database on the server; tests get clones of a migrated template next to it."""
-    provided = provision.provide_postgres(infra_dir, env="PHALANX_TEST_DATABASE_URL")
-    yield provided.url
+def nats_server(nats_provided: provision.Provided) -> str:
+    """The server's URL as the bootstrap identity (allowed everything), as tests drive the bus."""
+    return nats_provided.url_as(permissions.BOOTSTRAP)
+
+
+@pytest.fixture(scope="session")
+def postgres_provided(infra_dir: Path) -> Iterator[provision.Provided]:
+    provided = provision.provide_postgres(infra_dir, env="PHALANX_TEST_DATABASE_URL", durable=False)
+    yield provided
     provided.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres_provided: provision.Provided) -> str:
+    """The URL of a database on the server; tests get clones of a migrated template next to it."""
+    return postgres_provided.url
 
 
 def _with_database(url: str, database: str) -> str:
@@ -52,16 +65,19 @@ def _asyncpg_dsn(url: str) -> str:
 
 
 @pytest.fixture(scope="session")
-async def migrated_template(postgres_server: str) -> str:
-    admin = await asyncpg.connect(_asyncpg_dsn(postgres_server))
+async def migrated_template(postgres_provided: provision.Provided) -> str:
+    """Migrated as the migrator role where we made one (it then owns the tables), as `phalanx up` does."""
+    owner = postgres_provided.credentials.get(roles.MIGRATOR, (None, None))[0]
+    admin = await asyncpg.connect(_asyncpg_dsn(postgres_provided.url))
     try:
         await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
-        await admin.execute(f"CREATE DATABASE {TEMPLATE}")
+        await admin.execute(f"CREATE DATABASE {TEMPLATE}" + (f" OWNER {owner}" if owner else ""))
     finally:
         await admin.close()
     import asyncio
 
-    await asyncio.to_thread(migrate.upgrade, _with_database(postgres_server, TEMPLATE))
+    migrator_url = postgres_provided.url_as(roles.MIGRATOR)
+    await asyncio.to_thread(migrate.upgrade, _with_database(migrator_url, TEMPLATE))
     return TEMPLATE
 
 

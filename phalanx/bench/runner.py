@@ -93,7 +93,11 @@ def run(scenario: Scenario, settings: RunSettings, *, say: Callable[[str], objec
             simulator_args += ["--qps", f"{settings.qps:g}", "--burst", str(int(settings.qps * 2))]
         say(f"starting the stack with {scenario.nodes.count} nodes")
         stack = stacks.up(
-            state_dir, nodes_file=nodes_file, scheduler_conf=conf_file, simulator_args=simulator_args
+            state_dir,
+            nodes_file=nodes_file,
+            scheduler_conf=conf_file,
+            simulator_args=simulator_args,
+            durable_postgres=False,  # as the recorded figures were measured
         )
         try:
             return asyncio.run(_measure(stack, scenario, settings, say))

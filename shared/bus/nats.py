@@ -31,9 +31,10 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BadRequestError
+from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
+from shared.bus.credentials import connect_options
 from shared.config import NatsSettings
 from shared.domain.errors import PermanentError, TemporaryError
 from shared.messages import catalog as _catalog  # noqa: F401  (registers every event type)
@@ -117,7 +118,7 @@ class Bus:
     @classmethod
     async def connect(cls, settings: NatsSettings, *, name: str) -> Bus:
         nc = await nats.connect(
-            settings.url,
+            **connect_options(settings),
             name=name,
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
@@ -141,6 +142,9 @@ class Bus:
 
     async def ensure_streams(self) -> None:
         """Create (or bring up to date) every stream; safe to call from every service at start."""
+        if not self.settings.manage_streams:
+            await self.await_streams()
+            return
         for name, subject in subjects.STREAM_SUBJECTS.items():
             config = StreamConfig(
                 name=name,
@@ -157,6 +161,18 @@ class Bus:
                 await self.js.add_stream(config)
             except BadRequestError:
                 await self.js.update_stream(config)
+
+    async def await_streams(self, *, poll: float = 1.0) -> None:
+        """Wait until every stream exists: a service whose identity may not create streams starts
+        once the bootstrap identity (`phalanx up`, the migration job) has created them."""
+        for name in subjects.STREAM_SUBJECTS:
+            while True:
+                try:
+                    await self.js.stream_info(name)
+                    break
+                except NotFoundError:
+                    log.info("waiting for the bootstrap to create a stream", stream=name)
+                    await asyncio.sleep(poll)
 
     async def publish(self, subject: str, event: CloudEvent[Any]) -> None:
         await self.publish_raw(subject, event.to_bytes(), msg_id=event.id)

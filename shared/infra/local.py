@@ -22,10 +22,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from shared.infra import binaries
+from shared.infra import binaries, nats_auth, passwords
+from shared.storage import roles
 
 UNPRIVILEGED_USER = "nobody"
 DATABASE = "phalanx"
+SUPERUSER = "postgres"
+POSTGRES_USERS_FILE = "postgres-users.json"
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,21 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 
 def start_nats(state_dir: Path, *, port: int | None = None) -> LocalServer:
+    """A JetStream server that admits only the users of `shared.bus.permissions`, each limited to
+    its subjects; the passwords are in `<state_dir>/nats-users.json` (nats_auth.passwords_for)."""
     port = port or free_port()
     data = state_dir / "nats"
     data.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "nats.log"
+    config = state_dir / "nats.conf"
+    descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(nats_auth.render(nats_auth.passwords_for(state_dir)))
     process = subprocess.Popen(
         [
             str(binaries.nats_server()),
+            "-c",
+            str(config),
             "-a",
             "127.0.0.1",
             "-p",
@@ -125,8 +136,46 @@ def _data_dir_for(state_dir: Path, as_other: bool) -> Path:
     return data
 
 
-def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
+def postgres_passwords(state_dir: Path) -> dict[str, str]:
+    """The superuser's and every service role's password for the PostgreSQL of `state_dir`."""
+    return passwords.stored(state_dir / POSTGRES_USERS_FILE, (SUPERUSER, *roles.ROLES))
+
+
+def _initdb(bin_dir: Path, data: Path, superuser_password: str, run_as: dict[str, object]) -> None:
+    """A new cluster that asks every TCP client for a password (SCRAM); only the owner's socket,
+    inside the data folder, is trusted."""
+    descriptor, pwfile = tempfile.mkstemp(prefix="phalanx-pw-")
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(superuser_password + "\n")
+        if run_as:
+            os.chown(pwfile, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
+        subprocess.run(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile}",
+                "--auth-host=scram-sha-256",
+                "--auth-local=trust",
+                "--encoding=UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            cwd=tempfile.gettempdir(),
+            **run_as,  # type: ignore[call-overload]
+        )
+    finally:
+        os.unlink(pwfile)
+
+
+def start_postgres(state_dir: Path, *, port: int | None = None, durable: bool = True) -> LocalServer:
+    """PostgreSQL with the database `phalanx`; `durable=False` (tests, benchmarks) turns fsync off."""
     port = port or free_port()
+    superuser_password = postgres_passwords(state_dir)[SUPERUSER]
     as_other = _running_as_root()
     bin_dir = _postgres_tree_for(as_other)
     data = _data_dir_for(state_dir, as_other)
@@ -141,22 +190,7 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
         data.mkdir(parents=True, exist_ok=True)
         if as_other:
             os.chown(data, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
-        subprocess.run(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--no-sync",
-            ],
-            check=True,
-            capture_output=True,
-            cwd=tempfile.gettempdir(),
-            **run_as,  # type: ignore[call-overload]
-        )
+        _initdb(bin_dir, data, superuser_password, run_as)
     with open(log_path, "ab") as log_file:
         if as_other:
             os.chown(log_path, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
@@ -172,13 +206,8 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
                 "-k",
                 str(data),
                 "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
                 "max_connections=200",
+                *_unsafe_speed_flags(durable),
             ],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -198,14 +227,21 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
                 "-p",
                 str(port),
                 "-U",
-                "postgres",
+                SUPERUSER,
                 DATABASE,
             ],
             check=True,
             capture_output=True,
+            env={**os.environ, "PGPASSWORD": superuser_password},
         )
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:{port}/{DATABASE}"
+    url = f"postgresql+asyncpg://{SUPERUSER}:{superuser_password}@127.0.0.1:{port}/{DATABASE}"
     return LocalServer("postgres", process.pid, port, url, str(data), str(log_path))
+
+
+def _unsafe_speed_flags(durable: bool) -> list[str]:
+    if durable:
+        return []
+    return ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
 
 
 def _wait_until_accepting(bin_dir: Path, port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:

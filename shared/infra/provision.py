@@ -2,7 +2,8 @@
 
 In order: a server named by the environment (PHALANX_NATS_URL, PHALANX_DATABASE_URL), else
 containers through testcontainers where a Docker engine answers, else local processes
-(shared.infra.local). Each `provide_*` returns the URL and a function that stops what it started.
+(shared.infra.local). Each `provide_*` returns the URL and a function that stops what it started;
+a NATS server started here admits only the identities of shared.bus.permissions.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import contextlib
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.infra import local
+from shared.infra import local, nats_auth, passwords
+from shared.storage import roles
 
 NATS_ENV = "PHALANX_NATS_URL"
 POSTGRES_ENV = "PHALANX_DATABASE_URL"
@@ -26,6 +28,17 @@ class Provided:
     how: str  # "environment" | "container" | "local process"
     stop: Callable[[], None]
     server: local.LocalServer | None = None
+    # role -> (user, password) on a server we started, whose identities we provisioned (NATS:
+    # shared.bus.permissions; PostgreSQL: shared.storage.roles). Empty for a server from the
+    # environment or a container: its authorization is not ours to know.
+    credentials: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def url_as(self, role: str) -> str:
+        """The URL with `role`'s credentials in it, or the given URL when we know none."""
+        if role not in self.credentials:
+            return self.url
+        user, password = self.credentials[role]
+        return passwords.with_user(self.url, user, password)
 
 
 def _nothing() -> None:
@@ -57,10 +70,11 @@ def provide_nats(state_dir: Path, *, env: str = NATS_ENV) -> Provided:
         container.start()
         return Provided(container.nats_uri(), "container", container.stop)
     server = local.start_nats(state_dir)
-    return Provided(server.url, "local process", lambda: local.stop(server), server)
+    credentials = {role: (role, password) for role, password in nats_auth.passwords_for(state_dir).items()}
+    return Provided(server.url, "local process", lambda: local.stop(server), server, credentials)
 
 
-def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV) -> Provided:
+def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV, durable: bool = True) -> Provided:
     if os.environ.get(env):
         return Provided(os.environ[env], "environment", _nothing)
     if docker_available():
@@ -69,5 +83,13 @@ def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV) -> Provided:
         container = PostgresContainer("postgres:16", driver="asyncpg")
         container.start()
         return Provided(container.get_connection_url(), "container", container.stop)
-    server = local.start_postgres(state_dir)
-    return Provided(server.url, "local process", lambda: local.stop(server), server)
+    server = local.start_postgres(state_dir, durable=durable)
+    credentials = local_postgres_roles(server.url, state_dir)
+    return Provided(server.url, "local process", lambda: local.stop(server), server, credentials)
+
+
+def local_postgres_roles(superuser_url: str, state_dir: Path) -> dict[str, tuple[str, str]]:
+    """Provision the service roles on a server we started; role -> (database user, password)."""
+    secrets = local.postgres_passwords(state_dir)
+    roles.provision_blocking(superuser_url, secrets)
+    return {role: (roles.role_name(role), secrets[role]) for role in roles.ROLES}

@@ -29,7 +29,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stacks.Stack]:
         if os.environ.get(env):
             os.environ[name] = os.environ[env]
     try:
-        running = stacks.up(state_dir)
+        running = stacks.up(state_dir, durable_postgres=False)
         yield running
     finally:
         stacks.down(state_dir)

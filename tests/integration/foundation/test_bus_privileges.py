@@ -1,0 +1,151 @@
+"""Least privilege on the bus, against the real nats-server the fixtures start with Phalanx's users.
+
+Who may publish what (shared/bus/permissions.py) is enforced by the server: a client without
+credentials is turned away, the watcher cannot forge scheduler decisions, the auditor only reads,
+and each service can still do its own work (publish its subjects, consume its durable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import nats
+import pytest
+from nats.aio.client import Client
+
+from shared.bus import permissions
+from shared.bus.credentials import connect_options
+from shared.bus.nats import Bus, ConsumerSpec
+from shared.config import NatsSettings
+from shared.infra import provision
+from shared.messages import jobs, subjects
+from shared.messages.envelope import CloudEvent, new_event
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def identities(nats_provided: provision.Provided, nats_url: str) -> AsyncIterator[provision.Provided]:
+    """The server's identities, with the streams made by the bootstrap identity (as `phalanx up` does)."""
+    if not nats_provided.credentials:
+        pytest.skip("the NATS server comes from the environment: its authorization is not ours")
+    bus = await Bus.connect(NatsSettings(url=nats_url), name="bootstrap")
+    await bus.ensure_streams()
+    yield nats_provided
+    await bus.close()
+
+
+def settings_of(provided: provision.Provided, role: str) -> NatsSettings:
+    user, password = provided.credentials[role]
+    return NatsSettings(url=provided.url, user=user, password=password, manage_streams=False)
+
+
+async def connect_watching_errors(settings: NatsSettings) -> tuple[Client, list[str]]:
+    refusals: list[str] = []
+
+    async def on_error(error: Exception) -> None:
+        refusals.append(str(error))
+
+    client = await nats.connect(**connect_options(settings), error_cb=on_error, allow_reconnect=False)
+    return client, refusals
+
+
+async def stream_messages(provided: provision.Provided, stream: str) -> int:
+    client = await nats.connect(provided.url_as(permissions.BOOTSTRAP))
+    try:
+        return (await client.jetstream().stream_info(stream)).state.messages
+    finally:
+        await client.close()
+
+
+def decision_event() -> CloudEvent[jobs.JobPhaseChanged]:
+    data = jobs.JobPhaseChanged(
+        namespace="default", name="forged", uid="uid-forged", previous=None, phase="Running"
+    )
+    return new_event(data, source="forger")
+
+
+async def test_a_client_without_credentials_is_refused(identities: provision.Provided) -> None:
+    with pytest.raises(Exception, match=r"(?i)authorization"):
+        await nats.connect(identities.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=3)
+
+
+async def test_the_watcher_cannot_publish_decisions(identities: provision.Provided) -> None:
+    client, refusals = await connect_watching_errors(settings_of(identities, "watcher"))
+    try:
+        with pytest.raises(nats.errors.TimeoutError):
+            await client.jetstream().publish(
+                subjects.decision("default", "forged"), decision_event().to_bytes(), timeout=2
+            )
+    finally:
+        await client.close()
+    assert any("permissions violation" in r.lower() and "decisions.default.forged" in r for r in refusals)
+    assert await stream_messages(identities, subjects.DECISIONS_STREAM) == 0
+
+
+async def test_each_service_publishes_its_own_subjects(identities: provision.Provided) -> None:
+    scheduler = await Bus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    watcher = await Bus.connect(settings_of(identities, "watcher"), name="watcher")
+    try:
+        await scheduler.ensure_streams()  # only looks the streams up: this identity may not create them
+        await scheduler.publish(subjects.decision("default", "real"), decision_event())
+        await scheduler.publish(subjects.audit("scheduler", "placed", "default", "real"), decision_event())
+        await watcher.publish(subjects.cluster_object("Pod", "default", "p"), decision_event())
+    finally:
+        await scheduler.close()
+        await watcher.close()
+    assert await stream_messages(identities, subjects.DECISIONS_STREAM) == 1
+    assert await stream_messages(identities, subjects.AUDIT_STREAM) == 1
+    assert await stream_messages(identities, subjects.CLUSTER_STREAM) == 1
+
+
+async def test_a_service_cannot_audit_as_another_or_touch_streams(identities: provision.Provided) -> None:
+    client, refusals = await connect_watching_errors(settings_of(identities, "admission"))
+    try:
+        js = client.jetstream(timeout=2)
+        with pytest.raises(nats.errors.TimeoutError):
+            await js.publish(subjects.audit("scheduler", "placed", "default", "x"), b"{}", timeout=2)
+        with pytest.raises(nats.errors.TimeoutError):
+            await js.delete_stream(subjects.DECISIONS_STREAM)
+    finally:
+        await client.close()
+    assert any("audit.scheduler.placed" in r for r in refusals)
+    assert any("$js.api.stream.delete.decisions" in r.lower() for r in refusals), refusals
+    assert await stream_messages(identities, subjects.DECISIONS_STREAM) == 0  # and still there
+
+
+async def test_the_controller_consumes_decisions_and_the_auditor_only_reads(
+    identities: provision.Provided,
+) -> None:
+    scheduler = await Bus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    controller = await Bus.connect(settings_of(identities, "controller"), name="controller")
+    auditor, refusals = await connect_watching_errors(settings_of(identities, permissions.AUDITOR))
+    received: list[str] = []
+
+    async def handle(event: CloudEvent[object]) -> None:
+        received.append(event.id)
+
+    try:
+        event = decision_event()
+        await scheduler.publish(subjects.decision("default", "g"), event)
+        await scheduler.publish(subjects.audit("scheduler", "placed", "default", "g"), event)
+        controller.consume(
+            ConsumerSpec(subjects.DECISIONS_STREAM, "controller-decisions", ["decisions.>"]), handle
+        )
+        js = auditor.jetstream(timeout=3)
+        audit = await js.subscribe("audit.>", ordered_consumer=True)
+        message = await audit.next_msg(timeout=5)
+        assert message.subject == "audit.scheduler.placed.default.g"
+        with pytest.raises(nats.errors.TimeoutError):
+            await js.publish("audit.scheduler.placed.default.g", b"{}", timeout=2)
+        for _ in range(100):
+            if received:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await auditor.close()
+        await scheduler.close()
+        await controller.close()
+    assert received == [event.id]
+    assert any("audit.scheduler.placed" in r for r in refusals)
