@@ -37,8 +37,9 @@ STATE_DIR = typer.Option(Path(".phalanx"), "--state-dir", help="Where state, log
 @infra.command("up")
 def infra_up(state_dir: Path = STATE_DIR) -> None:
     """Start NATS and PostgreSQL (unless already running for STATE_DIR) and print their URLs."""
-    from phalanx.stack import create_streams
+    from shared.bus.bootstrap import create_streams
     from shared.bus.permissions import BOOTSTRAP
+    from shared.config import NatsSettings
     from shared.infra import nats_auth, passwords, provision
     from shared.storage import migrate
     from shared.storage.roles import MIGRATOR
@@ -50,7 +51,7 @@ def infra_up(state_dir: Path = STATE_DIR) -> None:
     owner = provision.local_postgres_roles(postgres.url, state_dir)[MIGRATOR]
     migrate.upgrade(passwords.with_user(postgres.url, *owner))
     bootstrap = nats_auth.passwords_for(state_dir)[BOOTSTRAP]
-    asyncio.run(create_streams(passwords.with_user(nats.url, BOOTSTRAP, bootstrap)))
+    asyncio.run(create_streams(NatsSettings(url=passwords.with_user(nats.url, BOOTSTRAP, bootstrap))))
     for server in servers:
         shown = passwords.without_user(server.url)
         console.print(f"[bold]{server.name}[/bold] {shown}  (pid {server.pid}, log {server.log_path})")

@@ -25,7 +25,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from shared.bus import permissions
+from shared.bus import bootstrap, permissions
 from shared.bus.nats import Bus
 from shared.config import NatsSettings
 from shared.infra import local, provision
@@ -148,21 +148,13 @@ async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
                 await bus.js.delete_stream(info.config.name)
     finally:
         await bus.close()
-    await create_streams(nats_url)
+    # As the bootstrap identity: the services' own may only look the streams up.
+    await bootstrap.create_streams(NatsSettings(url=nats_url))
     engine = create_async_engine(database_url)
     async with engine.begin() as transaction:
         names = ", ".join(metadata.tables)
         await transaction.execute(text(f"TRUNCATE {names}"))
     await engine.dispose()
-
-
-async def create_streams(nats_url: str) -> None:
-    """Create the streams as the bootstrap identity: the services' own may only look them up."""
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-bootstrap")
-    try:
-        await bus.ensure_streams()
-    finally:
-        await bus.close()
 
 
 def _record_local_infra(state_dir: Path, nats: provision.Provided, postgres: provision.Provided) -> None:

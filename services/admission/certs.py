@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cryptography import x509
@@ -262,3 +263,18 @@ def _write_atomically(path: Path, data: bytes, mode: int) -> None:
     partial.write_bytes(data)
     partial.chmod(mode)
     os.replace(partial, path)
+
+
+def main(argv: Sequence[str]) -> None:
+    """`python -m services.admission.certs DIR HOST...`: a CA and a server certificate for HOSTs in
+    DIR (docker compose issues the NATS server's this way); kept when still good, else renewed."""
+    if len(argv) < 2:
+        raise SystemExit("usage: python -m services.admission.certs DIR HOST...")
+    directory = CertDirectory(Path(argv[0]))
+    year = timedelta(days=365)
+    policy = Policy(cert_validity=year, ca_validity=5 * year, renew_before=timedelta(days=30))
+    directory.write(renew(directory.read(), list(argv[1:]), policy, datetime.now(UTC)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -20,12 +20,14 @@ import jsonschema
 import pytest
 import yaml
 
+from shared.bus import permissions
+from shared.infra import nats_auth
 from tests.unit.deploy.health_server import health_server
 from tests.unit.deploy.rendering import REPO, SERVICES
 
 pytestmark = pytest.mark.unit
 
-PHALANX = (*SERVICES, "simulator", "migrate")
+PHALANX = (*SERVICES, "simulator", "migrate", "streams", "nats-certs")
 LONG_RUNNING = (*SERVICES, "simulator")
 KUBE_CLIENTS = ("watcher", "controller", "admission")
 
@@ -67,7 +69,7 @@ def test_compose_file_matches_the_compose_specification() -> None:
 @pytest.mark.parametrize(
     ("path", "value"),
     [
-        (("services", "watcher", "depends_on", "nats", "condition"), "service_healty"),
+        (("services", "watcher", "depends_on", "streams", "condition"), "service_healty"),
         (("services", "nats", "healthcheck", "interval"), 5),
         (("services", "postgres", "restart"), ["always"]),
         (("services", "scheduler", "enviroment"), {"A": "b"}),
@@ -106,10 +108,11 @@ def test_completion_conditions_target_one_shot_services() -> None:
 
 
 @pytest.mark.parametrize("name", SERVICES)
-def test_services_wait_for_nats_and_the_migrated_schema(name: str) -> None:
+def test_services_wait_for_the_streams_and_the_migrated_schema(name: str) -> None:
     conditions = depends_on(services()[name])
-    assert conditions["nats"] == "service_healthy"
+    assert conditions["streams"] == "service_completed_successfully"
     assert conditions["migrate"] == "service_completed_successfully"
+    assert depends_on(services()["streams"]) == {"nats": "service_healthy"}
 
 
 def test_migration_waits_for_a_healthy_postgres() -> None:
@@ -134,8 +137,43 @@ def test_service_runs_its_module_with_its_own_settings_prefix(name: str) -> None
     assert service["command"] == ["python", "-m", f"services.{name}"]
     prefix = name.upper() + "_"
     assert all(variable.startswith(prefix) for variable in service["environment"])
-    assert service["environment"][f"{prefix}NATS__URL"] == "nats://nats:4222"
+    assert service["environment"][f"{prefix}NATS__URL"] == "tls://nats:4222"
     assert "@postgres:5432/" in service["environment"][f"{prefix}POSTGRES__URL"]
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_service_connects_as_itself_over_tls(name: str) -> None:
+    service = services()[name]
+    env = service["environment"]
+    prefix = name.upper() + "_"
+    assert env[f"{prefix}NATS__USER"] == name
+    assert env[f"{prefix}NATS__PASSWORD"].startswith(f"${{NATS_{name.upper()}_PASSWORD:-")
+    assert env[f"{prefix}NATS__MANAGE_STREAMS"] == "false"
+    assert env[f"{prefix}NATS__TLS_CA_FILE"] == "/certs/ca.crt"
+    assert "natscerts:/certs:ro" in service["volumes"]
+    assert env[f"{prefix}POSTGRES__URL"].startswith(f"postgresql+asyncpg://phalanx_{name}:")
+
+
+def test_nats_enforces_the_generated_permissions_over_tls() -> None:
+    nats = services()["nats"]
+    assert nats["command"][nats["command"].index("-c") + 1] == "/etc/nats/nats.conf"
+    assert "./deploy/nats/nats.conf:/etc/nats/nats.conf:ro" in nats["volumes"]
+    assert "--tls" in nats["command"]
+    assert (REPO / "deploy" / "nats" / "nats.conf").read_text() == nats_auth.render(), (
+        "regenerate: python -m shared.infra.nats_auth > deploy/nats/nats.conf"
+    )
+    for role in permissions.ROLES:
+        assert nats_auth.password_variable(role) in nats["environment"]
+
+
+def test_migrations_run_as_the_owner_role_that_postgres_creates() -> None:
+    migrate = services()["migrate"]
+    assert migrate["environment"]["PHALANX_DATABASE_URL"].startswith("postgresql+asyncpg://phalanx_migrator:")
+    init = services()["postgres"]["volumes"][1]
+    assert init.startswith("./deploy/postgres/roles.sh:/docker-entrypoint-initdb.d/")
+    script = (REPO / "deploy" / "postgres" / "roles.sh").read_text()
+    for role in ("migrator", "scheduler", "controller", "admission", "watcher", "reader"):
+        assert f"CREATE ROLE phalanx_{role} LOGIN" in script
 
 
 @pytest.mark.parametrize("name", LONG_RUNNING)
@@ -183,7 +221,7 @@ def test_simulator_kubeconfig_reaches_the_kubernetes_clients_read_only() -> None
 def test_scheduler_gets_no_kubeconfig() -> None:
     scheduler = services()["scheduler"]
     assert "simulator" not in depends_on(scheduler)
-    assert "volumes" not in scheduler
+    assert not [volume for volume in scheduler.get("volumes", []) if volume.startswith("kubeconfig")]
     assert not [v for v in scheduler["environment"] if "KUBECONFIG" in v]
 
 
