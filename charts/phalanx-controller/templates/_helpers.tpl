@@ -65,6 +65,9 @@ The PostgreSQL URL carries a password, so it only ever comes from a Secret; so m
 {{- else }}
   value: {{ required "nats.url is required" .Values.nats.url | quote }}
 {{- end }}
+{{- include "phalanx.natsIdentityEnv" (dict "prefix" $prefix "nats" .Values.nats) }}
+- name: {{ $prefix }}_NATS__MANAGE_STREAMS
+  value: {{ .Values.nats.manageStreams | quote }}
 - name: {{ $prefix }}_POSTGRES__URL
   valueFrom:
     secretKeyRef:
@@ -78,6 +81,46 @@ The PostgreSQL URL carries a password, so it only ever comes from a Secret; so m
   value: {{ .Values.log.format | quote }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Who this pod is on NATS: its user, its password from a Secret, the CA of the server's TLS.
+     Called with (dict "prefix" ... "nats" ...), also by the scheduler chart's streams hook. */}}
+{{- define "phalanx.natsIdentityEnv" -}}
+{{- with .nats.user }}
+- name: {{ $.prefix }}_NATS__USER
+  value: {{ . | quote }}
+{{- end }}
+{{- if .nats.passwordSecret }}
+- name: {{ .prefix }}_NATS__PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .nats.passwordSecret }}
+      key: {{ .nats.passwordKey }}
+{{- end }}
+{{- if .nats.tls.caSecret }}
+- name: {{ .prefix }}_NATS__TLS_CA_FILE
+  value: /etc/phalanx/nats-ca/ca.crt
+{{- end }}
+{{- end -}}
+
+{{/* The NATS server's CA, mounted where natsIdentityEnv points (only when one is given). */}}
+{{- define "phalanx.natsCaMount" -}}
+{{- if .Values.nats.tls.caSecret }}
+- name: nats-ca
+  mountPath: /etc/phalanx/nats-ca
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "phalanx.natsCaVolume" -}}
+{{- if .Values.nats.tls.caSecret }}
+- name: nats-ca
+  secret:
+    secretName: {{ .Values.nats.tls.caSecret }}
+    items:
+      - key: ca.crt
+        path: ca.crt
 {{- end }}
 {{- end -}}
 

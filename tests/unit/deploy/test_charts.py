@@ -35,7 +35,7 @@ KUBERNETES_VERSIONS = (OLDEST_KUBERNETES, kubernetes_validate.latest_version())
 # Values that switch on every optional branch of the templates.
 EVERYTHING_ON: dict[str, dict[str, Any]] = {
     chart: {
-        "nats": {"existingSecret": "phalanx-nats", "secretKey": "url"},
+        "nats": {"existingSecret": "phalanx-nats", "secretKey": "url", "tls": {"caSecret": "nats-ca"}},
         "extraEnv": [{"name": "EXTRA", "value": "1"}],
         "imagePullSecrets": [{"name": "registry"}],
         "priorityClassName": "system-cluster-critical",
@@ -143,7 +143,7 @@ def test_environment_follows_the_settings_contract(chart: str) -> None:
     env = env_of(render(chart))
     assert env[f"{prefix}_NATS__URL"]["value"].startswith("nats://")
     assert env[f"{prefix}_POSTGRES__URL"]["valueFrom"]["secretKeyRef"] == {
-        "name": "phalanx-postgres",
+        "name": f"phalanx-postgres-{prefix.lower()}",
         "key": "url",
     }
     assert env[f"{prefix}_HEALTH_PORT"]["value"] == "8080"
@@ -314,9 +314,14 @@ def test_admission_refuses_replicas_that_would_fight_over_their_certificates() -
     assert only(render("phalanx-admission", shared_secret), "Deployment")["spec"]["replicas"] == 2
 
 
+def job_named(objects: list[dict[str, Any]], suffix: str) -> dict[str, Any]:
+    [job] = [o for o in of_kind(objects, "Job") if o["metadata"]["name"].endswith(suffix)]
+    return job
+
+
 def test_scheduler_chart_migrates_the_schema_before_install_and_upgrade() -> None:
     objects = render("phalanx-scheduler")
-    job = only(objects, "Job")
+    job = job_named(objects, "-migrate")
     annotations = job["metadata"]["annotations"]
     assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert "hook-succeeded" in annotations["helm.sh/hook-delete-policy"]
@@ -327,7 +332,7 @@ def test_scheduler_chart_migrates_the_schema_before_install_and_upgrade() -> Non
     ]  # fmt: skip
     [url] = migrate["env"]
     assert url["name"] == "PHALANX_DATABASE_URL"
-    assert url["valueFrom"]["secretKeyRef"] == {"name": "phalanx-postgres", "key": "url"}
+    assert url["valueFrom"]["secretKeyRef"] == {"name": "phalanx-postgres-migrator", "key": "url"}
     assert pod["automountServiceAccountToken"] is False
     assert migrate["securityContext"]["readOnlyRootFilesystem"] is True
     # The Deployment's selectors must not count the migration pod as a scheduler.
@@ -340,9 +345,46 @@ def test_scheduler_chart_migrates_the_schema_before_install_and_upgrade() -> Non
 
 def test_migration_can_use_its_own_credentials_or_be_left_out() -> None:
     own = render("phalanx-scheduler", {"migrations": {"existingSecret": "phalanx-schema-owner"}})
-    [url] = only(own, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]
+    [url] = job_named(own, "-migrate")["spec"]["template"]["spec"]["containers"][0]["env"]
     assert url["valueFrom"]["secretKeyRef"]["name"] == "phalanx-schema-owner"
-    assert of_kind(render("phalanx-scheduler", {"migrations": {"enabled": False}}), "Job") == []
+    off = {"migrations": {"enabled": False}, "bootstrap": {"enabled": False}}
+    assert of_kind(render("phalanx-scheduler", off), "Job") == []
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_each_service_is_its_own_nats_identity_that_cannot_manage_streams(chart: str) -> None:
+    service = chart.removeprefix("phalanx-")
+    prefix = service.upper()
+    env = env_of(render(chart))
+    assert env[f"{prefix}_NATS__USER"]["value"] == service
+    assert env[f"{prefix}_NATS__PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": f"phalanx-nats-{service}",
+        "key": "password",
+    }
+    assert env[f"{prefix}_NATS__MANAGE_STREAMS"]["value"] == "false"
+    assert f"{prefix}_NATS__TLS_CA_FILE" not in env
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_a_nats_ca_is_mounted_where_the_service_reads_it(chart: str) -> None:
+    prefix = chart.removeprefix("phalanx-").upper()
+    objects = render(chart, {"nats": {"url": "tls://nats:4222", "tls": {"caSecret": "nats-ca"}}})
+    ca_file = env_of(objects)[f"{prefix}_NATS__TLS_CA_FILE"]["value"]
+    [mount] = [m for m in container(objects)["volumeMounts"] if m["name"] == "nats-ca"]
+    assert ca_file == f"{mount['mountPath']}/ca.crt"
+    volumes = only(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    [volume] = [v for v in volumes if v["name"] == "nats-ca"]
+    assert volume["secret"]["secretName"] == "nats-ca"
+
+
+def test_scheduler_chart_creates_the_streams_as_the_bootstrap_identity() -> None:
+    job = job_named(render("phalanx-scheduler"), "-streams")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    [streams] = job["spec"]["template"]["spec"]["containers"]
+    assert streams["command"] == ["python", "-m", "shared.bus.bootstrap"]
+    env = {item["name"]: item for item in streams["env"]}
+    assert env["PHALANX_NATS__USER"]["value"] == "bootstrap"
+    assert env["PHALANX_NATS__PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "phalanx-nats-bootstrap"
 
 
 @pytest.mark.parametrize(
