@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,8 @@ import nats
 import orjson
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from shared.bus.credentials import connect_options
+from shared.config import NatsSettings
 from shared.messages import subjects
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
@@ -65,7 +68,9 @@ async def watch(
     stop_after_idle: float | None = None,
 ) -> int:
     """Print matching events until interrupted (or idle for `stop_after_idle` s); returns the count."""
-    connection = await nats.connect(nats_url)
+    # As the read-only auditor, replies come to the auditor's own inbox prefix (connect_options).
+    settings = NatsSettings(url=nats_url, tls_ca_file=os.environ.get("PHALANX_NATS_TLS_CA_FILE"))
+    connection = await nats.connect(**connect_options(settings))
     printed = 0
     try:
         js = connection.jetstream()
