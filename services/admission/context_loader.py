@@ -27,6 +27,7 @@ from shared.domain.resources import Resources
 from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
 from shared.storage import tables
+from shared.volcano import queue_access
 
 CACHE_SECONDS = 0.5
 # A lookup answers in milliseconds; this bound keeps a stuck API server well inside the webhook's
@@ -141,6 +142,7 @@ def _view(row: tables.Queue) -> QueueView:
         capability=amounts(row.capability),
         deserved=amounts(row.deserved),
         guarantee=amounts(row.guarantee),
+        allowed_namespaces=queue_access.allowed_namespaces(row.annotations),
     )
 
 

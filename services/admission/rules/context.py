@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.domain.quantity import parse_quantity
-from shared.volcano import ROOT_QUEUE, Queue
+from shared.volcano import ROOT_QUEUE, Queue, queue_access
 
 # Volcano's registered job plugins (pkg/controllers/job/plugins/factory.go).
 VOLCANO_JOB_PLUGINS: frozenset[str] = frozenset(
@@ -38,6 +38,8 @@ class QueueView:
     guarantee: ResourceAmounts = field(default_factory=dict)
     hierarchy: str = ""
     allocated_pods: int = 0
+    # The namespaces that may submit to it; None when open to all (shared.volcano.queue_access).
+    allowed_namespaces: frozenset[str] | None = None
 
     @classmethod
     def from_queue(cls, queue: Queue | Mapping[str, Any]) -> QueueView:
@@ -55,6 +57,7 @@ class QueueView:
             guarantee=dict((spec.guarantee.resource if spec.guarantee else None) or {}),
             hierarchy=annotations.get("volcano.sh/hierarchy", ""),
             allocated_pods=int(parse_quantity(allocated)),
+            allowed_namespaces=queue_access.allowed_namespaces(annotations),
         )
 
 

@@ -28,6 +28,7 @@ from .job_checks import (
 )
 from .names import dns1123_label_errors, qualified_name_errors
 from .policies import validate_policies
+from .queue_namespaces import namespace_errors
 from .templates import validate_template
 
 CREATE_STYLE: MessageStyle = "concat"
@@ -124,7 +125,10 @@ def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[F
                 FieldError(f"spec.plugins.{plugin}", message, "FieldValueNotSupported", f" {message};")
             )
     errors += volume_errors(spec.get("volumes") or [])
-    errors += _queue_errors(str(spec.get("queue") or DEFAULT_QUEUE), ctx)
+    queue = str(spec.get("queue") or DEFAULT_QUEUE)
+    errors += _queue_errors(queue, ctx)
+    namespace = str((job.get("metadata") or {}).get("namespace") or "")
+    errors += namespace_errors(queue, namespace, ctx, listed=True)
     priority_class = spec.get("priorityClassName")
     if priority_class and not ctx.priority_class_exists(str(priority_class)):
         message = f"no PriorityClass with name {priority_class} was found"

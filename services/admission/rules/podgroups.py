@@ -15,6 +15,7 @@ from shared.volcano import DEFAULT_QUEUE
 
 from .context import AdmissionContext
 from .errors import FieldError, MessageStyle
+from .queue_namespaces import namespace_errors
 
 STYLE: MessageStyle = "join"
 TOPOLOGY_CONFLICT = (
@@ -37,7 +38,11 @@ def default_podgroup(podgroup: Mapping[str, Any], ctx: AdmissionContext) -> dict
 
 def validate_podgroup_create(podgroup: Mapping[str, Any], ctx: AdmissionContext) -> list[FieldError]:
     spec = podgroup.get("spec") or {}
-    return _queue_errors(spec.get("queue"), ctx) + _topology_errors(spec)
+    errors = _queue_errors(spec.get("queue"), ctx)
+    if spec.get("queue") and not errors:
+        namespace = str((podgroup.get("metadata") or {}).get("namespace") or "")
+        errors = namespace_errors(str(spec["queue"]), namespace, ctx, listed=False)
+    return errors + _topology_errors(spec)
 
 
 def _queue_errors(queue: Any, ctx: AdmissionContext) -> list[FieldError]:

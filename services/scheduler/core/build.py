@@ -43,6 +43,7 @@ from services.scheduler.core.state import (
 )
 from services.scheduler.core.topology import order_tasks, topology_scores
 from services.scheduler.core.vectors import UNLIMITED, ResourceSpace, add_into, fits_with
+from shared.volcano.queue_access import QUEUE_FORBIDS_NAMESPACE, allowed_namespaces, refusal
 
 _KNOWN_STATUSES = frozenset({PENDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED})
 
@@ -132,7 +133,20 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
             problem = _invalid(gang)
             if problem is not None:
                 ctx.invalid[gang.uid] = problem
+    for gang in state.gangs:
+        refused = _namespace_refused(gang)
+        if refused is not None:
+            ctx.invalid[gang.uid] = (QUEUE_FORBIDS_NAMESPACE, refused)
     return ctx, carried
+
+
+def _namespace_refused(gang: GangView) -> str | None:
+    """Work that got past admission into a queue its namespace may not use (admission was
+    bypassed, or the queue's allowed namespaces changed later) is never enqueued nor placed."""
+    if gang.queue is None:
+        return None
+    allowed = allowed_namespaces(gang.queue.info.annotations)
+    return refusal(gang.queue.name, allowed, gang.info.namespace)
 
 
 def _resource_names(snapshot: Snapshot) -> set[str]:
