@@ -58,6 +58,11 @@ class ServiceSettings(BaseSettings):
     nats: NatsSettings = NatsSettings()
     postgres: PostgresSettings = PostgresSettings()
     log: LogSettings = LogSettings()
+    health_host: str = Field(
+        "127.0.0.1",
+        description="Address /healthz, /readyz and /metrics listen on; loopback unless a probe or a "
+        "scraper must reach it from elsewhere (the charts set 0.0.0.0).",
+    )
 
 
 class SettingsError(SystemExit):

@@ -30,7 +30,7 @@ class Health:
         self.ready, self.detail = False, detail
 
 
-async def serve_health(health: Health, port: int) -> asyncio.Server:
+async def serve_health(health: Health, port: int, host: str = "127.0.0.1") -> asyncio.Server:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request_line = (await reader.readline()).decode(errors="replace")
@@ -47,7 +47,7 @@ async def serve_health(health: Health, port: int) -> asyncio.Server:
         finally:
             writer.close()
 
-    return await asyncio.start_server(handle, "0.0.0.0", port)
+    return await asyncio.start_server(handle, host, port)
 
 
 def _route(health: Health, path: str) -> tuple[str, bytes, str]:
@@ -61,17 +61,19 @@ def _route(health: Health, path: str) -> tuple[str, bytes, str]:
     return "404 Not Found", b"not found\n", "text/plain"
 
 
-def run_service(name: str, health_port: int, main: Callable[[Health], Awaitable[None]]) -> None:
-    """Run `main` until it returns or a stop signal arrives."""
+def run_service(
+    name: str, health_port: int, main: Callable[[Health], Awaitable[None]], *, health_host: str = "127.0.0.1"
+) -> None:
+    """Run `main` until it returns or a stop signal arrives; health on `health_host:health_port`."""
 
     async def runner() -> None:
         health = Health()
-        server = await serve_health(health, health_port) if health_port else None
+        server = await serve_health(health, health_port, health_host) if health_port else None
         task = asyncio.ensure_future(main(health))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
-        log.info("started", service=name, health_port=health_port)
+        log.info("started", service=name, health_host=health_host, health_port=health_port)
         try:
             await task
         except asyncio.CancelledError:

@@ -12,7 +12,11 @@ class AdmissionSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="ADMISSION_", env_nested_delimiter="__", extra="forbid")
 
     kubeconfig: str | None = Field(None, description="Path to a kubeconfig; unset means in-cluster.")
-    host: str = Field("0.0.0.0", description="Address the HTTPS webhook server listens on.")
+    host: str = Field(
+        "127.0.0.1",
+        description="Address the HTTPS webhook server listens on; the API server must reach it "
+        "(the chart and docker compose set 0.0.0.0).",
+    )
     port: int = Field(8443, ge=1, le=65535, description="HTTPS webhook port.")
     cert_dir: str = Field(
         ".phalanx/admission-certs", description="Where generated or supplied TLS files live."

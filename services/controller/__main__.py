@@ -12,7 +12,12 @@ from shared.runtime import run_service
 def main() -> None:
     settings = load_settings(ControllerSettings)
     configure_logging(settings.log, service="controller")
-    run_service("controller", settings.health_port, lambda health: app.run(settings, health))
+    run_service(
+        "controller",
+        settings.health_port,
+        lambda health: app.run(settings, health),
+        health_host=settings.health_host,
+    )
 
 
 if __name__ == "__main__":

@@ -73,6 +73,8 @@ The PostgreSQL URL carries a password, so it only ever comes from a Secret; so m
     secretKeyRef:
       name: {{ required "postgres.existingSecret is required: a Secret holding the PostgreSQL URL" .Values.postgres.existingSecret }}
       key: {{ required "postgres.secretKey is required" .Values.postgres.secretKey }}
+- name: {{ $prefix }}_HEALTH_HOST
+  value: "0.0.0.0"   # the kubelet's probes and Prometheus reach the pod's own address
 - name: {{ $prefix }}_HEALTH_PORT
   value: {{ .Values.healthPort | quote }}
 - name: {{ $prefix }}_LOG__LEVEL

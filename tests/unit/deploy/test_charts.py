@@ -415,3 +415,35 @@ def test_values_schema_rejects_mistakes_naming_the_value(
 ) -> None:
     with pytest.raises(helm.HelmValuesError, match=named):
         render(chart, values)
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_a_network_policy_admits_only_the_health_port_to_the_services_pods(chart: str) -> None:
+    objects = render(chart)
+    policy = only(objects, "NetworkPolicy")
+    pods = only(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pods.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    ports = [rule["ports"][0]["port"] for rule in policy["spec"]["ingress"]]
+    expected = [8080, 8443] if chart == "phalanx-admission" else [8080]
+    assert ports == expected
+    assert of_kind(render(chart, {"networkPolicy": {"enabled": False}}), "NetworkPolicy") == []
+
+
+def test_only_the_api_server_may_call_the_webhook_once_its_addresses_are_given() -> None:
+    values = {"networkPolicy": {"apiServerCIDRs": ["10.0.0.1/32", "10.0.0.2/32"]}}
+    policy = only(render("phalanx-admission", values), "NetworkPolicy")
+    [health, webhook] = policy["spec"]["ingress"]
+    assert webhook["ports"] == [{"port": 8443, "protocol": "TCP"}]
+    assert webhook["from"] == [{"ipBlock": {"cidr": "10.0.0.1/32"}}, {"ipBlock": {"cidr": "10.0.0.2/32"}}]
+    assert "from" not in health
+
+
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_in_a_pod_the_health_port_listens_on_every_address_for_the_kubelet(chart: str) -> None:
+    prefix = chart.removeprefix("phalanx-").upper()
+    assert env_of(render(chart))[f"{prefix}_HEALTH_HOST"]["value"] == "0.0.0.0"
+
+
+def test_the_webhook_listens_on_every_address_of_its_pod() -> None:
+    assert env_of(render("phalanx-admission"))["ADMISSION_HOST"]["value"] == "0.0.0.0"
