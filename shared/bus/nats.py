@@ -164,7 +164,7 @@ class Bus:
 
     async def await_streams(self, *, poll: float = 1.0) -> None:
         """Wait until every stream exists: a service whose identity may not create streams starts
-        once the bootstrap identity (`phalanx up`, the migration job) has created them."""
+        once the bootstrap identity (`phalanx up`, the chart's streams hook) has created them."""
         for name in subjects.STREAM_SUBJECTS:
             while True:
                 try:

@@ -149,3 +149,21 @@ async def test_the_controller_consumes_decisions_and_the_auditor_only_reads(
         await controller.close()
     assert received == [event.id]
     assert any("audit.scheduler.placed" in r for r in refusals)
+
+
+async def test_a_service_waits_for_the_bootstrap_to_create_the_streams(
+    nats_provided: provision.Provided, nats_url: str
+) -> None:
+    if not nats_provided.credentials:
+        pytest.skip("the NATS server comes from the environment: its authorization is not ours")
+    watcher = await Bus.connect(settings_of(nats_provided, "watcher"), name="watcher")
+    bootstrap = await Bus.connect(NatsSettings(url=nats_url), name="bootstrap")
+    try:
+        waiting = asyncio.create_task(watcher.await_streams(poll=0.05))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # no streams yet, and the watcher may not create them
+        await bootstrap.ensure_streams()
+        await asyncio.wait_for(waiting, timeout=10)
+    finally:
+        await watcher.close()
+        await bootstrap.close()
