@@ -18,6 +18,7 @@ from shared.bus import permissions
 from shared.bus.credentials import connect_options
 from shared.bus.nats import Bus, ConsumerSpec
 from shared.config import NatsSettings
+from shared.domain.errors import PermanentError
 from shared.infra import provision
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
@@ -167,3 +168,26 @@ async def test_a_service_waits_for_the_bootstrap_to_create_the_streams(
     finally:
         await watcher.close()
         await bootstrap.close()
+
+
+async def test_a_consumer_dead_letters_under_its_own_name(identities: provision.Provided) -> None:
+    scheduler = await Bus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    controller = await Bus.connect(settings_of(identities, "controller"), name="controller")
+
+    async def refuse(event: CloudEvent[object]) -> None:
+        raise PermanentError("not for us")
+
+    try:
+        await scheduler.publish(subjects.decision("default", "poison"), decision_event())
+        stats = controller.consume(
+            ConsumerSpec(subjects.DECISIONS_STREAM, "controller-decisions", ["decisions.>"]), refuse
+        )
+        for _ in range(100):
+            if stats.dead_lettered:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await scheduler.close()
+        await controller.close()
+    assert stats.dead_lettered == 1
+    assert await stream_messages(identities, subjects.DEADLETTER_STREAM) == 1
