@@ -7,12 +7,15 @@ take the watcher's own settings from its process environment and try to act as t
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import asyncpg
 import nats
 import pytest
 from sqlalchemy.engine import make_url
 
+from phalanx import events
 from phalanx import stack as stacks
 from shared.bus.credentials import connect_options
 from shared.config import NatsSettings
@@ -81,3 +84,16 @@ def test_the_watchers_database_role_cannot_write_the_schedulers_tables(stack: st
     controller_url = stack.process("controller").env["CONTROLLER_POSTGRES__URL"]
     with pytest.raises(asyncpg.InsufficientPrivilegeError, match="decisions"):
         asyncio.run(write_as(controller_url, "UPDATE decisions SET epoch = epoch + 1000"))
+
+
+def test_the_auditor_reads_the_audit_stream_and_publishes_nothing(stack: stacks.Stack) -> None:
+    if not stack.auditor_nats_url or stack.auditor_nats_url == stack.nats_url:
+        pytest.skip("NATS comes from the environment: its authorization is not ours")
+    seen: list[str] = []
+    since = datetime.now(UTC) - timedelta(hours=1)
+    events.run(stack.auditor_nats_url, since=since, pattern=None, emit=seen.append, stop_after_idle=1.0)
+    assert seen, "the services' audit events since the stack started"
+    user, password = urlsplit(stack.auditor_nats_url).username, urlsplit(stack.auditor_nats_url).password
+    auditor = NatsSettings(url=without_user(stack.auditor_nats_url), user=user, password=password)
+    refusals = asyncio.run(try_to_forge_a_decision(auditor))
+    assert any("permissions violation" in r for r in refusals)
