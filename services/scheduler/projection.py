@@ -15,6 +15,7 @@ from typing import Any
 from shared.domain.resources import Resources, pod_requests
 from shared.messages.cluster import ObjectChanged
 from shared.storage import tables
+from shared.volcano.queue_access import ALLOWED_NAMESPACES
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
@@ -138,11 +139,12 @@ def _podgroup(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
 
 
 def _scheduling_annotations(obj: dict[str, Any]) -> dict[str, str] | None:
-    """Only the volcano.sh annotations the core reads (hierarchy, task topology), not every one."""
+    """Only the annotations the core reads (hierarchy, task topology, a queue's allowed
+    namespaces), not every one."""
     kept = {
         key: str(value)
         for key, value in (_meta(obj).get("annotations") or {}).items()
-        if key.startswith(("volcano.sh/hierarchy", "volcano.sh/task-topology"))
+        if key.startswith(("volcano.sh/hierarchy", "volcano.sh/task-topology", ALLOWED_NAMESPACES))
     }
     return kept or None
 
