@@ -32,6 +32,15 @@ _PATTERN = re.compile(
 )
 
 
+# Bounds that keep parsing cheap whatever the input: Kubernetes represents a quantity in at most
+# 2^63-1 units at nano precision, so no legal quantity needs more digits or a larger exponent than
+# these, while `1e9999999` would otherwise build a ten-million-digit integer.
+MAX_QUANTITY_CHARS = 64
+MAX_EXPONENT = 40
+# The largest milli-unit amount a resource vector or a BIGINT column holds.
+MAX_MILLI = 2**63 - 1
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message quotes it and the accepted form."""
 
@@ -46,6 +55,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not math.isfinite(text):
             raise QuantityError(f"quantity {text!r} must be finite")
         return Fraction(str(text))
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise QuantityError(f"quantity {text[:24]!r}... is longer than {MAX_QUANTITY_CHARS} characters")
     match = _PATTERN.match(text.strip())
     if match is None:
         raise QuantityError(
@@ -56,15 +67,25 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if match["binary"]:
         value *= _BINARY[match["binary"]]
     elif match["exp"] is not None:
-        value *= Fraction(10) ** int(match["exp"])
+        exponent = int(match["exp"])
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"quantity {text!r} has an exponent beyond ±{MAX_EXPONENT}")
+        value *= Fraction(10) ** exponent
     else:
         value *= _DECIMAL[match["decimal"] or ""]
     return -value if match["sign"] == "-" else value
 
 
 def to_milli(text: str | int | float) -> int:
-    """The quantity in integer milli-units, rounded up as Kubernetes rounds requests (1n -> 1m)."""
-    return math.ceil(parse_quantity(text) * 1000)
+    """The quantity in integer milli-units, rounded up as Kubernetes rounds requests (1n -> 1m),
+    capped at ±MAX_MILLI as Kubernetes caps what it cannot represent, so that a value admission
+    never saw (a plain Pod's `1Ei` CPU) still fits every resource vector and BIGINT column."""
+    return max(-MAX_MILLI, min(MAX_MILLI, math.ceil(parse_quantity(text) * 1000)))
+
+
+def milli_in_range(text: str | int | float) -> bool:
+    """Whether the quantity's milli-unit amount is representable without capping."""
+    return abs(math.ceil(parse_quantity(text) * 1000)) <= MAX_MILLI
 
 
 def format_milli(milli: int, *, binary: bool = False) -> str:
