@@ -45,6 +45,17 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message quotes it and the accepted form."""
 
 
+class QuantityOutOfRange(QuantityError):
+    """A well-formed quantity whose exponent no representable amount needs (`1e9999999`).
+
+    Kubernetes accepts it and caps it; admission refuses it; `to_milli` caps it as Kubernetes
+    does, so that a Pod from a cluster's other clients never stops the scheduler's ingest."""
+
+    def __init__(self, message: str, *, huge: bool, negative: bool, zero: bool) -> None:
+        super().__init__(message)
+        self.huge, self.negative, self.zero = huge, negative, zero
+
+
 def parse_quantity(text: str | int | float) -> Fraction:
     """Return the exact value of a quantity such as "250m", "1.5Gi" or 3."""
     if isinstance(text, bool):
@@ -69,7 +80,12 @@ def parse_quantity(text: str | int | float) -> Fraction:
     elif match["exp"] is not None:
         exponent = int(match["exp"])
         if abs(exponent) > MAX_EXPONENT:
-            raise QuantityError(f"quantity {text!r} has an exponent beyond ±{MAX_EXPONENT}")
+            raise QuantityOutOfRange(
+                f"quantity {text!r} has an exponent beyond ±{MAX_EXPONENT}",
+                huge=exponent > 0,
+                negative=match["sign"] == "-",
+                zero=value == 0,
+            )
         value *= Fraction(10) ** exponent
     else:
         value *= _DECIMAL[match["decimal"] or ""]
@@ -80,7 +96,13 @@ def to_milli(text: str | int | float) -> int:
     """The quantity in integer milli-units, rounded up as Kubernetes rounds requests (1n -> 1m),
     capped at ±MAX_MILLI as Kubernetes caps what it cannot represent, so that a value admission
     never saw (a plain Pod's `1Ei` CPU) still fits every resource vector and BIGINT column."""
-    return max(-MAX_MILLI, min(MAX_MILLI, math.ceil(parse_quantity(text) * 1000)))
+    try:
+        milli = math.ceil(parse_quantity(text) * 1000)
+    except QuantityOutOfRange as far:
+        # Beyond any representable amount: the cap; below 1n: 1n, which rounds up to 1m.
+        milli = 0 if far.zero else MAX_MILLI if far.huge else 1
+        milli = -milli if far.negative else milli
+    return max(-MAX_MILLI, min(MAX_MILLI, milli))
 
 
 def milli_in_range(text: str | int | float) -> bool:
