@@ -25,6 +25,8 @@ from services.simulator.watch import JSON_HEADERS, Receive, Send, WatchFilter, s
 
 log = logging.getLogger(__name__)
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# kube-apiserver refuses request bodies larger than this (3 MiB) before decoding them.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -317,10 +319,18 @@ def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
 
 
 async def _read_body(receive: Receive) -> bytes:
-    chunks = []
+    """The request body, refused once it passes kube-apiserver's 3 MiB limit (413), before the
+    rest is held in memory."""
+    chunks, size = [], 0
     while True:
         message = await receive()
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise ApiError(
+                413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}"
+            )
+        chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
 

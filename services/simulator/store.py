@@ -20,8 +20,10 @@ import orjson
 from services.simulator import errors
 from services.simulator.history import History, WatchEvent
 from services.simulator.kinds import KINDS, NAMESPACES, Kind
+from services.simulator.object_rules import too_large
 from services.simulator.selectors import EVERYTHING, Selector
 from services.simulator.validation import apply_defaults, validate
+from shared.volcano.schema import shown
 
 Listener = Callable[[WatchEvent], None]
 ObjectKey = tuple[Kind, str, str]
@@ -154,7 +156,10 @@ class Store:
     def validate(self, kind: Kind, obj: dict[str, Any]) -> None:
         causes = validate(kind, obj)
         if causes:
-            raise errors.invalid(kind.kind, kind.group, obj["metadata"].get("name", ""), causes)
+            name = shown(obj["metadata"].get("name", ""))
+            raise errors.invalid(kind.kind, kind.group, name, causes)
+        if too_large(obj):  # what etcd would refuse to store
+            raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
 
     def insert(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
         """Store a prepared, admitted object; 409 AlreadyExists when the name is taken."""

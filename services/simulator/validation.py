@@ -2,9 +2,9 @@
 
 `apply_defaults` fills the fields a real apiserver fills on create (a Pod's phase, scheduler
 name and restart policy; a Namespace's name label; the defaults Volcano's CRD schemas declare);
-`validate` returns the field causes of a 422 (missing or malformed names, a Pod without
-containers). Pure: plain dicts in, plain data out; anything needing other objects (priority
-classes, service IPs) is the store's job.
+`validate` returns the field causes of a 422 (malformed metadata and schema violations, see
+`object_rules`; missing or malformed names, a Pod without containers). Pure: plain dicts in,
+plain data out; anything needing other objects (priority classes, service IPs) is the store's.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any
 
 from services.simulator.errors import FieldCause
 from services.simulator.kinds import Kind
+from services.simulator.object_rules import object_causes
+from shared.volcano.schema import quoted
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -90,6 +92,8 @@ def _qos_class(containers: list[dict[str, Any]]) -> str:
 
 def validate(kind: Kind, obj: dict[str, Any]) -> list[FieldCause]:
     """The causes of a 422 for this object; empty when it is acceptable."""
+    if causes := object_causes(kind.kind, obj):
+        return causes  # shapes the checks below would misread
     causes = _validate_name(kind, obj.get("metadata") or {})
     if kind.kind == "Pod":
         causes.extend(_validate_pod(obj.get("spec") or {}))
@@ -109,16 +113,16 @@ def _validate_name(kind: Kind, metadata: dict[str, Any]) -> list[FieldCause]:
     if kind.kind in _FREELY_NAMED:
         return []
     if kind.kind in _LABEL_NAMED:
-        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+        if not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
             return [_invalid_name(name, _LABEL_MESSAGE)]
         return []
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         return [_invalid_name(name, _SUBDOMAIN_MESSAGE)]
     return []
 
 
-def _invalid_name(name: str, why: str) -> FieldCause:
-    return FieldCause("FieldValueInvalid", f'Invalid value: "{name}": {why}', "metadata.name")
+def _invalid_name(name: object, why: str) -> FieldCause:
+    return FieldCause("FieldValueInvalid", f"Invalid value: {quoted(name)}: {why}", "metadata.name")
 
 
 def _validate_pod(spec: dict[str, Any]) -> list[FieldCause]:

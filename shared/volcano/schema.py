@@ -1,6 +1,7 @@
 """The structural schema of Volcano's kinds, checked as the API server checks a CRD's OpenAPI schema.
 
 Used twice: the simulator refuses a Job, PodGroup, Queue or Command that breaks its CRD's schema
+(and a Pod whose requests no resource vector holds)
 with a 422 (as kube-apiserver does before any webhook runs), and admission runs the same checks
 first, so that on a cluster whose CRDs are older or looser the rules still never read a list where
 an object belongs, an integer beyond int32, a quantity no resource vector can hold, or a string
@@ -59,23 +60,21 @@ CONTAINER: Shape = (
         "resources": ("object", {"limits": QUANTITIES, "requests": QUANTITIES}),
     },
 )
-POD_TEMPLATE: Shape = (
+POD_SPEC: Shape = (
     "object",
     {
-        "metadata": ("object", {"labels": STRINGS, "annotations": STRINGS}),
-        "spec": (
-            "object",
-            {
-                "containers": ("array", CONTAINER),
-                "initContainers": ("array", CONTAINER),
-                "priorityClassName": "string",
-                "schedulerName": "string",
-                "restartPolicy": "string",
-                "nodeSelector": STRINGS,
-            },
-        ),
+        "containers": ("array", CONTAINER),
+        "initContainers": ("array", CONTAINER),
+        "priorityClassName": "string",
+        "schedulerName": "string",
+        "restartPolicy": "string",
+        "nodeName": "string",
+        "nodeSelector": STRINGS,
+        "overhead": QUANTITIES,
     },
 )
+TEMPLATE_METADATA: Shape = ("object", {"labels": STRINGS, "annotations": STRINGS})
+POD_TEMPLATE: Shape = ("object", {"metadata": TEMPLATE_METADATA, "spec": POD_SPEC})
 POLICY: Shape = (
     "object",
     {"event": "string", "events": ("array", "string"), "action": "string", "exitCode": "integer"},
@@ -152,6 +151,8 @@ SPECS: dict[str, Shape] = {
         },
     ),
 }
+# A Pod is not Volcano's, but the same bounds keep its requests within what the services hold.
+SPECS["Pod"] = POD_SPEC
 # A Command keeps its fields at the top level, beside metadata.
 COMMAND: Shape = (
     "object",
@@ -169,8 +170,8 @@ def check(kind: str, obj: Any) -> list[SchemaViolation]:
     """What is wrong with `obj` as a `kind` object, at most MAX_VIOLATIONS of it."""
     found: list[SchemaViolation] = []
     if not isinstance(obj, Mapping):
-        return [SchemaViolation("<root>", f'Invalid value: "{_json_type(obj)}": must be of type object')]
-    if (deep := _too_deep(obj)) is not None:
+        return [SchemaViolation("<root>", f'Invalid value: "{json_type(obj)}": must be of type object')]
+    if (deep := too_deep(obj)) is not None:
         return [SchemaViolation(deep, f"Invalid value: nesting deeper than {MAX_DEPTH} levels")]
     _walk(obj.get("metadata"), METADATA, "metadata", found)
     if kind == "Command":
@@ -226,7 +227,7 @@ def _type_error(value: Any, kind: str, path: str) -> SchemaViolation | None:
         expected = (int,)
     if isinstance(value, expected) and not (isinstance(value, bool) and kind != "boolean"):
         return None
-    got = _json_type(value)
+    got = json_type(value)
     want = TYPE_WORDS.get(kind, kind)
     if kind == "quantity":
         want = "integer or string"
@@ -270,7 +271,7 @@ def _quantity(value: str | int | float, path: str, found: list[SchemaViolation])
         )
 
 
-def _too_deep(value: Any) -> str | None:
+def too_deep(value: Any) -> str | None:
     """The path where nesting passes MAX_DEPTH, found without recursion (so any depth is safe)."""
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     while stack:
@@ -295,7 +296,7 @@ _JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
 )
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     for python_type, name in _JSON_TYPES:
         if isinstance(value, python_type):
             return name
