@@ -15,6 +15,7 @@ from typing import Any
 
 from shared.volcano import DEFAULT_QUEUE, ROOT_QUEUE, NumaPolicy
 
+from .capacity import capability_errors
 from .context import AdmissionContext
 from .errors import FieldError, MessageStyle, go_list
 from .job_checks import (
@@ -124,7 +125,11 @@ def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[F
                 FieldError(f"spec.plugins.{plugin}", message, "FieldValueNotSupported", f" {message};")
             )
     errors += volume_errors(spec.get("volumes") or [])
-    errors += _queue_errors(str(spec.get("queue") or DEFAULT_QUEUE), ctx)
+    queue = str(spec.get("queue") or DEFAULT_QUEUE)
+    queue_errors = _queue_errors(queue, ctx)
+    errors += queue_errors
+    if not queue_errors:
+        errors += capability_errors(tasks, int_value(spec.get("minAvailable")), ctx.queues[queue])
     priority_class = spec.get("priorityClassName")
     if priority_class and not ctx.priority_class_exists(str(priority_class)):
         message = f"no PriorityClass with name {priority_class} was found"

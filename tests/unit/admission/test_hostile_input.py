@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.admission.review import MAX_MESSAGE_CHARS, mutate, validate
+from services.admission.rules import QueueView
 from shared.domain.quantity import MAX_MILLI, QuantityError, parse_quantity, to_milli
 from shared.volcano import schema
 
@@ -187,3 +188,19 @@ def test_the_schema_check_never_raises(value: Any, kind: str) -> None:
     for violation in schema.check(kind, {"metadata": {"name": "x"}, "spec": value, "action": value}):
         assert violation.field
         assert violation.message
+
+
+def test_a_gang_that_can_never_fit_its_queue_is_refused_naming_the_queue() -> None:
+    small = context(QueueView("small", capability={"cpu": "4", "memory": "8Gi"}))
+    template = {
+        "spec": {"containers": [{"name": "m", "image": "b", "resources": {"requests": {"cpu": "1"}}}]}
+    }
+    never = job(tasks=[task(replicas=2_147_483_647, template=template)], queue="small", minAvailable=5)
+    response = validate(admission_review(never), small)["response"]
+    assert response["allowed"] is False
+    message = response["status"]["message"]
+    assert "queue `small`" in message
+    assert "needs at least 5 cpu" in message
+    assert "spec.minAvailable" in message
+    fits = job(tasks=[task(replicas=2_147_483_647, template=template)], queue="small", minAvailable=4)
+    assert validate(admission_review(fits), small)["response"]["allowed"] is True
