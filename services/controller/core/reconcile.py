@@ -181,8 +181,8 @@ def _podgroup_pending_event(state: JobState) -> list[Effect]:
 def sync_job(
     state: JobState, rule: StatusRule | None, now: datetime, *, create_batch: int = CREATE_BATCH
 ) -> Outcome:
-    """SyncJob: initiate, then create missing pods (once the PodGroup left Pending; at most
-    `create_batch` per sync, the rest on the syncs their creation triggers), delete out-of-sync
+    """SyncJob: initiate, then create missing pods (once the PodGroup left Pending; in bounded
+    batches, the rest on the syncs their creation and placement trigger), delete out-of-sync
     and surplus pods, recount, and let the phase's rule move the phase."""
     if state.deleting:
         return Outcome(state.status, ())
@@ -199,7 +199,11 @@ def sync_job(
     counter = _Counter()
     to_create: list[PodRef] = []
     to_delete: list[str] = []
-    budget = create_batch
+    # At most `create_batch` new pods per sync, and no more unplaced pods than the gang needs
+    # (or one batch): a job of two billion BestEffort replicas then makes pods as fast as they
+    # are placed, not as fast as the API server takes them.
+    waiting = sum(1 for p in state.pods if p.phase == "Pending" and not p.deleting)
+    budget = max(0, min(create_batch, max(state.min_available, create_batch) - waiting))
     for task_index, task in enumerate(state.tasks):
         existing = {p.name: p for p in state.pods_of(task.name)}
         # The task's pods that exist, in index order: walking range(replicas) instead would cost

@@ -29,13 +29,28 @@ def test_a_huge_task_creates_one_bounded_batch_per_sync() -> None:
     assert [ref.pod_index for ref in batch.pods] == list(range(CREATE_BATCH))
 
 
-def test_the_next_sync_creates_the_next_batch() -> None:
-    existing = pods("worker", *["Pending"] * CREATE_BATCH)
-    job = state(
-        "Pending", podgroup="Inqueue", tasks=(TaskSpec("worker", HUGE, min_available=1),), pod_list=existing
+def test_the_next_batch_waits_until_the_first_is_placed() -> None:
+    tasks = (TaskSpec("worker", HUGE, min_available=1),)
+    waiting = state(
+        "Pending", podgroup="Inqueue", tasks=tasks, pod_list=pods("worker", *["Pending"] * CREATE_BATCH)
     )
-    batch = created(transition(job, ev.PodGroupPhaseChanged("Inqueue"), NOW).effects)
+    effects = transition(waiting, ev.PodGroupPhaseChanged("Inqueue"), NOW).effects
+    assert not any(isinstance(e, CreatePods) for e in effects)
+
+    placed = state(
+        "Running", podgroup="Running", tasks=tasks, pod_list=pods("worker", *["Running"] * CREATE_BATCH)
+    )
+    batch = created(transition(placed, ev.PodGroupPhaseChanged("Running"), NOW).effects)
     assert [ref.pod_index for ref in batch.pods] == list(range(CREATE_BATCH, 2 * CREATE_BATCH))
+
+
+def test_a_gang_larger_than_a_batch_gets_all_its_members_waiting_at_once() -> None:
+    gang = CREATE_BATCH + 100
+    tasks = (TaskSpec("worker", gang, min_available=gang),)
+    first = pods("worker", *["Pending"] * CREATE_BATCH)
+    job = state("Pending", podgroup="Inqueue", tasks=tasks, pod_list=first)
+    batch = created(transition(job, ev.PodGroupPhaseChanged("Inqueue"), NOW).effects)
+    assert [ref.pod_index for ref in batch.pods] == list(range(CREATE_BATCH, gang))
 
 
 def test_a_small_job_still_gets_every_pod_at_once() -> None:
