@@ -20,7 +20,7 @@ import orjson
 from services.simulator import errors
 from services.simulator.history import History, WatchEvent
 from services.simulator.kinds import KINDS, NAMESPACES, Kind
-from services.simulator.object_rules import too_large
+from services.simulator.object_rules import object_causes, too_large
 from services.simulator.selectors import EVERYTHING, Selector
 from services.simulator.validation import apply_defaults, validate
 from shared.volcano.schema import shown
@@ -139,6 +139,9 @@ class Store:
         metadata["uid"] = str(uuid.uuid4())
         metadata["creationTimestamp"] = timestamp(self._clock())
         metadata["generation"] = 1
+        # Shapes first: the defaults below (like a typed decoder) assume a Pod's containers are a list.
+        if causes := object_causes(kind.kind, obj):
+            raise errors.invalid(kind.kind, kind.group, shown(metadata.get("name") or ""), causes)
         apply_defaults(kind, obj)
         return obj
 
