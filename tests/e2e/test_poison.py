@@ -144,3 +144,62 @@ def test_poison_objects_each_get_their_outcome_and_a_valid_job_completes(stack: 
 
     for process in stack.processes:
         os.kill(process.pid, 0)  # raises if the service died
+
+
+def quantity_job(cpu: str) -> dict[str, Any]:
+    hostile = task(1)
+    hostile["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return job("hostile-quantity", [hostile])
+
+
+@pytest.mark.parametrize(
+    ("obj", "field", "rule"),
+    [
+        (quantity_job("1e9999999"), "requests[cpu]", "exponent within"),
+        (quantity_job("1Ei"), "requests[cpu]", "milli-units"),
+        (
+            job("hostile-replicas", [task(2_147_483_648)]),
+            "spec.tasks[0].replicas",
+            "less than or equal to 2147483647",
+        ),
+        (
+            job("hostile-ttl", [task(1)], ttlSecondsAfterFinished=10**12),
+            "spec.ttlSecondsAfterFinished",
+            "2147483647",
+        ),
+        (job("n" * 300, [task(1)]), "metadata.name", "must be no more than 253 characters"),
+        (job("hostile-queue", [task(1)], queue="a\x00b"), "spec.queue", "NUL"),
+        (
+            job("hostile-template", [{**task(1), "template": "busybox"}]),
+            "spec.tasks[0].template",
+            "type object",
+        ),
+    ],
+)
+def test_a_hostile_value_is_refused_through_kubectl_naming_field_and_rule(
+    stack: stacks.Stack, obj: dict[str, Any], field: str, rule: str
+) -> None:
+    refused = create(stack, obj)
+    assert refused.returncode != 0
+    assert field in refused.stderr
+    assert rule in refused.stderr
+    assert "Internal error" not in refused.stderr
+    assert len(refused.stderr) < 10_000
+
+
+def test_a_podgroup_update_is_held_to_the_same_bounds(stack: stacks.Stack) -> None:
+    podgroup = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "bounded-group", "namespace": "default"},
+        "spec": {"minMember": 1},
+    }
+    assert create(stack, podgroup).returncode == 0
+    patch = json.dumps({"spec": {"minMember": 2_147_483_648, "minResources": {"cpu": "1e9999999"}}})
+    refused = kubectl(stack, "patch", "podgroup", "bounded-group", "--type", "merge", "-p", patch)
+    assert refused.returncode != 0
+    assert "spec.minMember" in refused.stderr
+    assert "spec.minResources[cpu]" in refused.stderr
+    kept = kubectl(stack, "get", "podgroup", "bounded-group", "-o", "jsonpath={.spec.minMember}")
+    assert kept.stdout == "1"
+    kubectl(stack, "delete", "podgroup", "bounded-group")
