@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 from kubernetes_asyncio import client
+from prometheus_client import Counter, Gauge
 
 from services.watcher import translate
 from services.watcher.kinds import WatchedKind
@@ -36,6 +37,12 @@ log = structlog.get_logger()
 
 SOURCE = translate.SOURCE
 PAGE = 2000
+BROKEN = Gauge("phalanx_watcher_watch_failures", "Relists in a row that ended in an error.", ["kind"])
+STEPPED_OVER = Counter(
+    "phalanx_watcher_objects_stepped_over_total",
+    "Objects published as a reference (oversized) or not at all (skipped).",
+    ["kind", "reason"],
+)
 # Room left under the server's max_payload for the NATS headers (Nats-Msg-Id) and framing.
 HEADER_ROOM = 4096
 
@@ -53,11 +60,14 @@ class KindWatcher:
         self._api = api
         self._bus = bus
         self._kind = kind
+        self.kind = kind.kind
         self._ours = frozenset(scheduler_names)
         self._timeout = watch_timeout
         self.synced = asyncio.Event()
         self.published = 0
         self.skipped = 0  # objects that could not be published at all, since start
+        self.failures = 0  # relists in a row that ended in an error (readiness reads it)
+        self.last_error = ""
         self._max_bytes = max(bus.nc.max_payload - HEADER_ROOM, 64 * 1024)
 
     async def run(self) -> None:
@@ -65,11 +75,16 @@ class KindWatcher:
             try:
                 version = await self._relist()
                 self.synced.set()
+                self.failures, self.last_error = 0, ""
+                BROKEN.labels(self._kind.kind).set(0)
                 await self._watch_from(version)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                log.warning("watch broke; relisting", kind=self._kind.kind, error=str(error))
+                self.failures += 1
+                self.last_error = f"{type(error).__name__}: {str(error)[:300]}"
+                BROKEN.labels(self._kind.kind).set(self.failures)
+                log.warning("watch broke; relisting", kind=self._kind.kind, error=self.last_error)
                 await asyncio.sleep(1.0)
 
     async def _relist(self) -> str:
@@ -142,10 +157,12 @@ class KindWatcher:
             message = translate.to_message(kind, change, obj, max_bytes=self._max_bytes, relist_id=relist_id)
         except Exception as error:  # one object's fault must not stop the kind: see the docstring
             self.skipped += 1
+            STEPPED_OVER.labels(kind, "skipped").inc()
             log.exception("object skipped: cannot be published", kind=kind, name=_name(obj))
             await self._audit("skipped", obj, f"{type(error).__name__}: {str(error)[:500]}")
             return None
         if not message.data.complete:
+            STEPPED_OVER.labels(kind, "oversized").inc()
             log.warning("object too large for the bus; published as a reference", kind=kind, name=_name(obj))
             await self._audit("oversized", obj, f"published without its body (limit {self._max_bytes} bytes)")
         return message
