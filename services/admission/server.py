@@ -72,15 +72,10 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
     def endpoint(webhook: core.Webhook) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         async def handle(request: Request) -> Response:
             with LATENCY.labels(webhook).time():
-                body = await request.body()
-                if len(body) > max_request_bytes:
+                body = await _limited_body(request, max_request_bytes)
+                if body is None:
                     return _json(
-                        _refusal(
-                            413,
-                            f"request body of {len(body)} bytes exceeds the limit of "
-                            f"{max_request_bytes} bytes",
-                        ),
-                        413,
+                        _refusal(413, f"request body exceeds the limit of {max_request_bytes} bytes"), 413
                     )
                 try:
                     review_in = orjson.loads(body)
@@ -110,6 +105,20 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
             Route("/validate", endpoint("validate"), methods=["POST"]),
         ]
     )
+
+
+async def _limited_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it passes `limit`: never held whole when too large."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _reviewed(review_in: dict[str, Any], ctx: Any, webhook: core.Webhook) -> dict[str, Any]:
