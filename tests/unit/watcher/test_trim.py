@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.watcher.translate import to_message
 from services.watcher.trim import LAST_APPLIED
@@ -86,3 +88,38 @@ def test_an_object_no_trimming_fits_is_published_as_a_reference() -> None:
     assert message.data.object["metadata"]["uid"] == "u-2"
     assert "spec" not in message.data.object
     assert message.event_id == "u-2:9:MODIFIED"  # the same id a full event would have had
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(["Pod", "Job", "PodGroup", "Queue", "Command"]),
+    spec=JSON,
+    annotations=st.dictionaries(st.text(max_size=10), st.text(max_size=50), max_size=4),
+    extra=JSON,
+    limit=st.integers(1000, 5000),  # the watcher never goes below 64 KiB; a bare identity fits 1000
+)
+def test_any_object_becomes_one_event_within_the_limit(
+    kind: str, spec: Any, annotations: dict[str, str], extra: Any, limit: int
+) -> None:
+    obj = {
+        "kind": kind,
+        "metadata": {
+            "name": "x",
+            "namespace": "ns",
+            "uid": "u",
+            "resourceVersion": "3",
+            "annotations": annotations,
+        },
+        "spec": spec,
+        "status": extra,
+    }
+    message = to_message(kind, "MODIFIED", obj, max_bytes=limit)
+    assert len(message.payload) <= limit
+    assert message.event_id == "u:3:MODIFIED"
