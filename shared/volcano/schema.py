@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from shared.domain.quantity import QuantityError, milli_in_range
+from shared.kube.names import qualified_name_errors
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
@@ -195,6 +196,7 @@ def _walk(value: Any, shape: Shape, path: str, found: list[SchemaViolation]) -> 
             _walk(value.get(key), child, _join(path, key), found)
     elif kind == "map" and children:
         for key, item in value.items():
+            _key(str(key), children, path, found)
             _walk(item, children, f"{path}[{shown(key)}]", found)
     elif kind == "array" and children:
         for index, item in enumerate(value):
@@ -209,6 +211,15 @@ def _walk(value: Any, shape: Shape, path: str, found: list[SchemaViolation]) -> 
         found.append(
             SchemaViolation(path, f"Invalid value: {quoted(value)}: must not contain NUL characters")
         )
+
+
+def _key(key: str, values: Shape, path: str, found: list[SchemaViolation]) -> None:
+    """A map's key: never a NUL (PostgreSQL's JSONB refuses it); a resource name, the key of a
+    quantity map, is a qualified name as Kubernetes requires (`cpu`, `nvidia.com/gpu`)."""
+    if "\x00" in key:
+        found.append(SchemaViolation(path, f"Invalid value: {quoted(key)}: must not contain NUL characters"))
+    elif values == "quantity" and (errors := qualified_name_errors(key)):
+        found.append(SchemaViolation(path, f"Invalid value: {quoted(key)}: {errors[0]}"))
 
 
 def _type_error(value: Any, kind: str, path: str) -> SchemaViolation | None:

@@ -60,6 +60,8 @@ def with_requests(**requests: Any) -> dict[str, Any]:
         (with_requests(cpu="1e9999999"), "requests[cpu]", "exponent within"),
         (with_requests(cpu="9" * 100), "requests[cpu]", "at most 64 characters"),
         (with_requests(cpu="1Ei"), "requests[cpu]", "at most 9223372036854775807 milli-units"),
+        (with_requests(**{"cpu\x00": "1"}), "resources.requests", "must not contain NUL"),
+        (with_requests(**{"bad resource!": "1"}), "resources.requests", "name part must consist of"),
         (podgroup(minMember=2**31), "spec.minMember", "less than or equal to 2147483647"),
         (podgroup(minResources={"cpu": "1e99999999"}), "spec.minResources[cpu]", "exponent within"),
         (podgroup(queue={"name": "x"}), "spec.queue", "must be of type string"),
