@@ -295,3 +295,27 @@ def cases(seed: int, count: int) -> list[Case]:
             _oversized(rng, case)
         made.append(case)
     return made
+
+
+UPDATE_KINDS = ("Job", "PodGroup", "Queue")
+UPDATE_MUTATIONS: tuple[Callable[[random.Random, Case], None], ...] = (
+    _type_swap,
+    _int_extreme,
+    _quantity_extreme,
+)
+
+
+def update_cases(seed: int, count: int, names: dict[str, str]) -> list[Case]:
+    """Cases for updates: the object named `names[kind]` with a broken spec, sent as a merge
+    patch; only the breaks that no update can make valid (types, bounds, quantities)."""
+    rng = random.Random(seed)
+    made = []
+    for _ in range(count):
+        kind = rng.choice(UPDATE_KINDS)
+        case = Case(kind, copy.deepcopy(base(kind, names[kind])))
+        for _ in range(rng.choice([1, 1, 2])):
+            with contextlib.suppress(TypeError, KeyError, IndexError, AttributeError):
+                rng.choice(UPDATE_MUTATIONS)(rng, case)
+        if case.broken and not case.may_pass and not any(b.startswith("metadata") for b in case.broken):
+            made.append(case)
+    return made

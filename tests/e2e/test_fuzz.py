@@ -25,7 +25,7 @@ from kubernetes import client, config
 
 from phalanx import stack as stacks
 from tests.e2e.conftest import kubectl
-from tests.e2e.fuzz_objects import Case, cases, encode
+from tests.e2e.fuzz_objects import UPDATE_KINDS, Case, base, cases, encode, update_cases
 
 pytestmark = [
     pytest.mark.e2e,
@@ -74,21 +74,50 @@ def api(stack: stacks.Stack) -> Iterator[client.ApiClient]:
     api_client.close()
 
 
-def post(api: client.ApiClient, case: Case) -> tuple[int, dict[str, Any]]:
-    """POST the case's body as it is (the client's own encoder would refuse the deep ones)."""
+def post(api: client.ApiClient, case: Case, *, patch: bool = False) -> tuple[int, dict[str, Any]]:
+    """POST the case's body as it is (the client's own encoder would refuse the deep ones), or
+    PATCH its spec onto the existing object of its name."""
     configuration = api.configuration
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    content_type = "application/merge-patch+json" if patch else "application/json"
+    headers = {"Content-Type": content_type, "Accept": "application/json"}
     auth = configuration.auth_settings().get("BearerToken")
     if auth and auth.get("value"):
         headers[auth["key"]] = auth["value"]
+    url = configuration.host + COLLECTIONS[case.kind]
+    body = encode(case)
+    if patch:
+        url, body = f"{url}/{case.name}", json.dumps({"spec": case.obj["spec"]}).encode()
     answer = api.rest_client.pool_manager.request(
-        "POST", configuration.host + COLLECTIONS[case.kind], body=encode(case), headers=headers, timeout=30
+        "PATCH" if patch else "POST", url, body=body, headers=headers, timeout=30
     )
     try:
         status = json.loads(answer.data)
     except ValueError:
         status = {"message": answer.data[:500].decode(errors="replace")}
     return answer.status, status
+
+
+def send(api: client.ApiClient, case: Case, *, patch: bool = False) -> tuple[int, str, float]:
+    started = time.monotonic()
+    status, body = post(api, case, patch=patch)
+    return status, str(body.get("message") or ""), time.monotonic() - started
+
+
+def judged(case: Case, status: int, message: str, took: float) -> list[str]:
+    """What is wrong with the answer to `case`: nothing, for a fast, clear 4xx refusal."""
+    where = f"{case.kind} {case.name[:40]!r} broken by {case.broken}: {status} {message[:300]!r}"
+    if status < 300:
+        return [] if case.may_pass else [f"accepted: {where}"]
+    problems = []
+    if status >= 500:
+        problems.append(f"server error: {where}")
+    elif not any(expected in message for expected in case.expect):
+        problems.append(f"refusal names none of {case.expect}: {where}")
+    if took > 1.0:
+        problems.append(f"refused after {took:.2f}s: {where}")
+    if len(message) > 10_000:
+        problems.append(f"refusal of {len(message)} characters: {where}")
+    return problems
 
 
 @pytest.mark.timeout(900)
@@ -101,24 +130,10 @@ def test_malformed_objects_are_refused_fast_and_clearly_while_a_valid_job_comple
     accepted: list[Case] = []
     problems: list[str] = []
     for case in cases(SEED, COUNT):
-        started = time.monotonic()
-        status, body = post(api, case)
-        took = time.monotonic() - started
-        message = str(body.get("message") or "")
-        where = f"{case.kind} {case.name[:40]!r} broken by {case.broken}: {status} {message[:300]!r}"
+        status, message, took = send(api, case)
         if status < 300:
             accepted.append(case)
-            if not case.may_pass:
-                problems.append(f"accepted: {where}")
-            continue
-        if status >= 500:
-            problems.append(f"server error: {where}")
-        elif not any(expected in message for expected in case.expect):
-            problems.append(f"refusal names none of {case.expect}: {where}")
-        if took > 1.0:
-            problems.append(f"refused after {took:.2f}s: {where}")
-        if len(message) > 10_000:
-            problems.append(f"refusal of {len(message)} characters: {where}")
+        problems += judged(case, status, message, took)
     assert not problems, "\n".join(problems)
 
     phase = ""
@@ -138,3 +153,27 @@ def test_malformed_objects_are_refused_fast_and_clearly_while_a_valid_job_comple
             "Pod": "pod",
         }
         kubectl(stack, "delete", resource[case.kind], case.name, "--wait=false")
+
+
+@pytest.mark.timeout(600)
+def test_hostile_updates_are_refused_fast_and_clearly(stack: stacks.Stack, api: client.ApiClient) -> None:
+    names = {kind: f"fuzz-update-{kind.lower()}" for kind in UPDATE_KINDS}
+    resources = {kind: {"Job": "vcjob"}.get(kind, kind.lower()) for kind in UPDATE_KINDS}
+
+    def spec_of(kind: str) -> Any:
+        shown = kubectl(stack, "get", resources[kind], names[kind], "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        return json.loads(shown.stdout)["spec"]
+
+    for kind, name in names.items():
+        made = kubectl(stack, "create", "-f", "-", stdin=json.dumps(base(kind, name)))
+        assert made.returncode == 0, made.stderr
+    before = {kind: spec_of(kind) for kind in UPDATE_KINDS}
+    problems: list[str] = []
+    for case in update_cases(SEED, COUNT, names):
+        status, message, took = send(api, case, patch=True)
+        problems += judged(case, status, message, took)
+    assert not problems, "\n".join(problems)
+    assert {kind: spec_of(kind) for kind in UPDATE_KINDS} == before  # no hostile value was stored
+    for kind, name in names.items():
+        kubectl(stack, "delete", resources[kind], name, "--wait=false")
