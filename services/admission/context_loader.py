@@ -27,7 +27,7 @@ from shared.domain.resources import Resources
 from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
 from shared.storage import tables
-from shared.volcano import queue_access
+from shared.volcano import queue_access, schema
 
 CACHE_SECONDS = 0.5
 # A lookup answers in milliseconds; this bound keeps a stuck API server well inside the webhook's
@@ -147,16 +147,22 @@ def _view(row: tables.Queue) -> QueueView:
 
 
 def _enters_queue(review: dict[str, Any]) -> bool:
-    req = review.get("request") or {}
-    return req.get("operation") == "CREATE" and (req.get("kind") or {}).get("kind") in QUEUE_ENTRIES
+    req = review.get("request")
+    if not isinstance(req, dict) or not isinstance(req.get("kind"), dict):
+        return False
+    return req.get("operation") == "CREATE" and req["kind"].get("kind") in QUEUE_ENTRIES
 
 
 def _named(review: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """The queues and priority classes the reviewed object refers to."""
-    req = review.get("request") or {}
-    obj = req.get("object") or {}
-    spec = obj.get("spec") or {} if isinstance(obj, dict) else {}
-    kind = (req.get("kind") or {}).get("kind")
+    """The queues and priority classes the reviewed object refers to; nothing when the object
+    breaks its schema (a list for a queue name, ...), since the review refuses it unread."""
+    req = review.get("request")
+    req = req if isinstance(req, dict) else {}
+    obj = req.get("object")
+    kind = (req.get("kind") or {}).get("kind") if isinstance(req.get("kind"), dict) else None
+    if not isinstance(obj, dict) or schema.check(str(kind), obj):
+        return set(), set()
+    spec = obj.get("spec") or {}
     queues: set[str] = set()
     classes: set[str] = set()
     if kind in ("Job", "PodGroup"):

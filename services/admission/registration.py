@@ -17,10 +17,12 @@ from shared.kube.kinds import KINDS
 
 NAME = "phalanx-admission"
 SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "volcano-system"]
-RULES: list[tuple[str, str, str, list[str]]] = [
-    ("batch.volcano.sh", "v1alpha1", "jobs", ["CREATE", "UPDATE"]),
-    ("scheduling.volcano.sh", "v1beta1", "queues", ["CREATE", "UPDATE", "DELETE"]),
-    ("scheduling.volcano.sh", "v1beta1", "podgroups", ["CREATE"]),
+# (group, version, resource, validated operations, mutated operations). PodGroup updates are
+# validated (hostile bounds and shapes) but not mutated: nothing is defaulted after creation.
+RULES: list[tuple[str, str, str, list[str], list[str]]] = [
+    ("batch.volcano.sh", "v1alpha1", "jobs", ["CREATE", "UPDATE"], ["CREATE", "UPDATE"]),
+    ("scheduling.volcano.sh", "v1beta1", "queues", ["CREATE", "UPDATE", "DELETE"], ["CREATE", "UPDATE"]),
+    ("scheduling.volcano.sh", "v1beta1", "podgroups", ["CREATE", "UPDATE"], ["CREATE"]),
 ]
 
 
@@ -33,9 +35,8 @@ def configurations(
         ("ValidatingWebhookConfiguration", "validate"),
     ):
         webhooks = []
-        for group, version, resource, operations in RULES:
-            if kind.startswith("Mutating") and operations == ["CREATE", "UPDATE", "DELETE"]:
-                operations = ["CREATE", "UPDATE"]  # nothing to default on delete
+        for group, version, resource, validated, mutated in RULES:
+            operations = mutated if kind.startswith("Mutating") else validated
             config: dict[str, Any] = {"caBundle": base64.b64encode(ca_pem).decode()}
             if base_url:
                 config["url"] = f"{base_url.rstrip('/')}/{path}"

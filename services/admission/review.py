@@ -6,6 +6,12 @@ dict as JSON. Dispatch is by the request's kind and operation; kinds that are no
 allowed untouched, so an admission rule can never block unrelated objects. Mutations are
 returned as a base64 JSONPatch; denials as a Kubernetes Status whose message is Volcano's exact
 text followed by each cause's field path and rule, and whose causes name each field.
+
+Before any rule reads an object, its shapes and bounds are checked against the kind's structural
+schema (`shared.volcano.schema`): a list where an object belongs, an int32 count beyond range, a
+quantity no resource vector holds, a NUL in a string or nesting past the depth limit is refused
+with a 422 naming the field, as the API server refuses a CRD schema violation. A refusal message
+is cut at MAX_MESSAGE_CHARS and the causes at MAX_CAUSES, so no answer echoes a hostile object.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import orjson
+
+from shared.volcano import schema
 
 from .rules.context import AdmissionContext
 from .rules.errors import FieldError, MessageStyle, compose, with_causes
@@ -27,7 +35,7 @@ from .rules.jobs import (
 )
 from .rules.patch import diff
 from .rules.podgroups import STYLE as PODGROUP_STYLE
-from .rules.podgroups import default_podgroup, validate_podgroup_create
+from .rules.podgroups import default_podgroup, validate_podgroup_create, validate_podgroup_update
 from .rules.queues import STYLE as QUEUE_STYLE
 from .rules.queues import (
     default_queue,
@@ -43,6 +51,9 @@ ADMISSION_API_VERSION = "admission.k8s.io/v1"
 DENIED_CODE = 403
 TOO_LARGE_CODE = 413
 BAD_REQUEST_CODE = 400
+INVALID_CODE = 422
+MAX_MESSAGE_CHARS = 4096
+MAX_CAUSES = 20
 OUR_KINDS = {
     ("batch.volcano.sh", "Job"): "jobs",
     ("scheduling.volcano.sh", "Queue"): "queues",
@@ -78,7 +89,7 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
     if resource is None or request.get("subResource"):
         return _allowed()  # not ours, or a status write: never in the way
     details = {
-        "name": str(request.get("name") or ""),
+        "name": schema.shown(request.get("name") or ""),
         "group": kind.get("group", ""),
         "kind": kind.get("kind", ""),
     }
@@ -86,6 +97,8 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
     if operation in ("CREATE", "UPDATE"):
         if not isinstance(new, dict):
             return _denied("the request carries no object", "BadRequest", 400, [], details)
+        if violations := schema.check(details["kind"], new):
+            return _schema_denial(violations, {**details, "name": details["name"] or _name_of(new)})
         try:
             size = len(orjson.dumps(new))
         except TypeError as error:  # e.g. integers beyond 64 bits
@@ -102,8 +115,22 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         # A shape the schema would refuse (a list where an object belongs, ...): refuse it
         # plainly rather than fail the webhook call.
-        message = f"malformed {details['kind']}: {type(error).__name__}: {error}"
+        message = f"malformed {details['kind']}: {type(error).__name__}: {schema.shown(error)}"
         return _denied(message, "BadRequest", BAD_REQUEST_CODE, [], details)
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    return schema.shown(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+
+
+def _schema_denial(violations: list[schema.SchemaViolation], details: Mapping[str, Any]) -> dict[str, Any]:
+    """The API server's answer to a CRD schema violation: `<Kind> "<name>" is invalid: [...]`."""
+    errors = [FieldError(v.field, v.message, v.reason) for v in violations]
+    texts = [v.text for v in violations]
+    listed = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    message = f'{details["kind"]} "{schema.shown(details["name"])}" is invalid: {listed}'
+    return _denied(message, "Invalid", INVALID_CODE, errors, details)
 
 
 def _mutation(resource: str, operation: str, obj: Any, ctx: AdmissionContext) -> dict[str, Any]:
@@ -148,6 +175,8 @@ def _validation(
         errors, style, reason = validate_queue_delete(name, ctx), QUEUE_STYLE, "Forbidden"
     elif resource == "podgroups" and operation == "CREATE":
         errors, style = validate_podgroup_create(new, ctx), PODGROUP_STYLE
+    elif resource == "podgroups" and operation == "UPDATE" and isinstance(old, dict):
+        errors, style = validate_podgroup_update(old, new), PODGROUP_STYLE
     if not errors:
         return _allowed()
     message = with_causes(compose(errors, style), errors)
@@ -161,6 +190,8 @@ def _allowed() -> dict[str, Any]:
 def _denied(
     message: str, reason: str, code: int, errors: list[FieldError], details: Mapping[str, Any]
 ) -> dict[str, Any]:
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + f"... ({len(message) - MAX_MESSAGE_CHARS} more characters)"
     status: dict[str, Any] = {
         "status": "Failure",
         "message": message,
@@ -168,5 +199,10 @@ def _denied(
         "code": code,
     }
     if errors or details:
-        status["details"] = {**details, "causes": [error.to_cause() for error in errors]}
+        causes = [_short(error.to_cause()) for error in errors[:MAX_CAUSES]]
+        status["details"] = {**details, "causes": causes}
     return {"allowed": False, "status": status}
+
+
+def _short(cause: dict[str, str]) -> dict[str, str]:
+    return {key: value[:MAX_MESSAGE_CHARS] for key, value in cause.items()}

@@ -40,11 +40,13 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
             return
         req = review_in.get("request") or {}
         obj = req.get("object") or req.get("oldObject") or {}
-        meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
         response = answer.get("response") or {}
         allowed = bool(response.get("allowed"))
         kind = str((req.get("kind") or {}).get("kind") or "")
-        name = str(meta.get("name") or req.get("name") or meta.get("generateName") or "")
+        # A refused object's name may be anything; the audit subject carries at most a legal one.
+        name = str(meta.get("name") or req.get("name") or meta.get("generateName") or "")[:253]
         record = AuditRecorded(
             service="admission",
             action="admitted" if allowed else "denied",
@@ -70,15 +72,10 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
     def endpoint(webhook: core.Webhook) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         async def handle(request: Request) -> Response:
             with LATENCY.labels(webhook).time():
-                body = await request.body()
-                if len(body) > max_request_bytes:
+                body = await _limited_body(request, max_request_bytes)
+                if body is None:
                     return _json(
-                        _refusal(
-                            413,
-                            f"request body of {len(body)} bytes exceeds the limit of "
-                            f"{max_request_bytes} bytes",
-                        ),
-                        413,
+                        _refusal(413, f"request body exceeds the limit of {max_request_bytes} bytes"), 413
                     )
                 try:
                     review_in = orjson.loads(body)
@@ -92,7 +89,7 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
                     log.warning("review refused: context unavailable", error=str(error))
                     answer = _unavailable(review_in, str(error))
                 else:
-                    answer = core.review(review_in, ctx, webhook)
+                    answer = _reviewed(review_in, ctx, webhook)
             allowed = bool((answer.get("response") or {}).get("allowed"))
             kind = str(((review_in.get("request") or {}).get("kind") or {}).get("kind") or "")
             REVIEWS.labels(webhook, kind, str(allowed).lower()).inc()
@@ -108,6 +105,33 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
             Route("/validate", endpoint("validate"), methods=["POST"]),
         ]
     )
+
+
+async def _limited_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it passes `limit`: never held whole when too large."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _reviewed(review_in: dict[str, Any], ctx: Any, webhook: core.Webhook) -> dict[str, Any]:
+    """The review's answer; a refusal, never a 500, if the pure core meets a shape it did not
+    expect (the API server would turn a 500 into "Internal error occurred" and retry nothing)."""
+    try:
+        return core.review(review_in, ctx, webhook)
+    except Exception as error:  # the core is pure: a crash here is a bug, not an outage
+        log.exception("review failed", webhook=webhook)
+        request = review_in.get("request")
+        refusal = _refusal(400, f"the object could not be reviewed: {type(error).__name__}")
+        refusal["response"]["uid"] = str(request.get("uid", "")) if isinstance(request, dict) else ""
+        return refusal
 
 
 def _json(document: dict[str, Any], status: int = 200) -> Response:

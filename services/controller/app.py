@@ -62,7 +62,12 @@ async def run(settings: ControllerSettings, health: Health) -> None:
         async def on_cluster(event: CloudEvent[Any]) -> None:
             data = event.data
             if isinstance(data, ObjectChanged):
-                await dispatcher.observe(data.kind, data.object, deleted=data.change == "DELETED")
+                obj: dict[str, Any] | None = data.object
+                if not data.complete and data.change != "DELETED":
+                    # Too large for the bus, published as a reference: the API has the body.
+                    obj = await kube.get(data.kind, data.namespace, data.name)
+                if obj is not None:  # None: deleted since, and its DELETED event follows
+                    await dispatcher.observe(data.kind, obj, deleted=data.change == "DELETED")
 
         bus.consume(ConsumerSpec(subjects.CLUSTER_STREAM, "controller", CLUSTER_SUBJECTS), on_cluster)
         bus.consume(

@@ -32,7 +32,9 @@ class Row:
 
 def project(event: ObjectChanged, scheduler_names: Collection[str]) -> Row | None:
     builder = _BUILDERS.get(event.kind)
-    if builder is None:
+    if builder is None or (not event.complete and event.change != "DELETED"):
+        # An object too large for the bus arrives as its identity alone; projecting that would
+        # schedule it with no requests. It is audited by the watcher and left out (docs/poison.md).
         return None
     values = builder(event.object, scheduler_names)
     if values is None:

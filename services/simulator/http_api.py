@@ -22,9 +22,14 @@ from services.simulator.errors import ApiError
 from services.simulator.kinds import Kind
 from services.simulator.selectors import parse_field_selector, parse_label_selector
 from services.simulator.watch import JSON_HEADERS, Receive, Send, WatchFilter, serve_watch
+from shared.volcano.schema import MAX_DEPTH, shown, too_deep
 
 log = logging.getLogger(__name__)
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The nesting orjson decodes; deeper bodies fail to decode at all.
+JSON_DEPTH = 1024
+# kube-apiserver refuses request bodies larger than this (3 MiB) before decoding them.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -302,9 +307,16 @@ def _json(body: bytes) -> Any:
     if not body:
         return {}
     try:
-        return orjson.loads(body)
+        decoded = orjson.loads(body)
     except orjson.JSONDecodeError as error:
+        if "depth" in str(error):
+            message = f"the request body is not valid JSON: nesting deeper than {JSON_DEPTH} levels"
+            raise errors.bad_request(message) from None
         raise errors.bad_request(f"the request body is not valid JSON: {error}") from None
+    # Refused here, before webhooks and storage: every encoder after this point has a depth limit.
+    if (path := too_deep(decoded)) is not None:
+        raise errors.bad_request(f"{shown(path)}: Invalid value: nesting deeper than {MAX_DEPTH} levels")
+    return decoded
 
 
 def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
@@ -317,10 +329,18 @@ def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
 
 
 async def _read_body(receive: Receive) -> bytes:
-    chunks = []
+    """The request body, refused once it passes kube-apiserver's 3 MiB limit (413), before the
+    rest is held in memory."""
+    chunks, size = [], 0
     while True:
         message = await receive()
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise ApiError(
+                413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}"
+            )
+        chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
 

@@ -20,8 +20,10 @@ import orjson
 from services.simulator import errors
 from services.simulator.history import History, WatchEvent
 from services.simulator.kinds import KINDS, NAMESPACES, Kind
+from services.simulator.object_rules import object_causes, too_large
 from services.simulator.selectors import EVERYTHING, Selector
 from services.simulator.validation import apply_defaults, validate
+from shared.volcano.schema import shown
 
 Listener = Callable[[WatchEvent], None]
 ObjectKey = tuple[Kind, str, str]
@@ -137,6 +139,9 @@ class Store:
         metadata["uid"] = str(uuid.uuid4())
         metadata["creationTimestamp"] = timestamp(self._clock())
         metadata["generation"] = 1
+        # Shapes first: the defaults below (like a typed decoder) assume a Pod's containers are a list.
+        if causes := object_causes(kind.kind, obj):
+            raise errors.invalid(kind.kind, kind.group, shown(metadata.get("name") or ""), causes)
         apply_defaults(kind, obj)
         return obj
 
@@ -154,7 +159,10 @@ class Store:
     def validate(self, kind: Kind, obj: dict[str, Any]) -> None:
         causes = validate(kind, obj)
         if causes:
-            raise errors.invalid(kind.kind, kind.group, obj["metadata"].get("name", ""), causes)
+            name = shown(obj["metadata"].get("name", ""))
+            raise errors.invalid(kind.kind, kind.group, name, causes)
+        if too_large(obj):  # what etcd would refuse to store
+            raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
 
     def insert(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
         """Store a prepared, admitted object; 409 AlreadyExists when the name is taken."""

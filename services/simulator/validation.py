@@ -2,31 +2,21 @@
 
 `apply_defaults` fills the fields a real apiserver fills on create (a Pod's phase, scheduler
 name and restart policy; a Namespace's name label; the defaults Volcano's CRD schemas declare);
-`validate` returns the field causes of a 422 (missing or malformed names, a Pod without
-containers). Pure: plain dicts in, plain data out; anything needing other objects (priority
-classes, service IPs) is the store's job.
+`validate` returns the field causes of a 422 (malformed metadata and schema violations, see
+`object_rules`; missing or malformed names, a Pod without containers). Pure: plain dicts in,
+plain data out; anything needing other objects (priority classes, service IPs) is the store's.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from services.simulator.errors import FieldCause
 from services.simulator.kinds import Kind
+from services.simulator.object_rules import object_causes
+from shared.kube.names import dns1123_label_errors, dns1123_subdomain_errors
+from shared.volcano.schema import quoted
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN_MESSAGE = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-_LABEL_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 # Kinds whose names become DNS labels (a Service's name is a host name; a Namespace's too).
 _LABEL_NAMED = frozenset({"Namespace", "Service"})
 # Events are named `<object>.<hex>` by clients and the apiserver does not hold them to DNS rules.
@@ -90,6 +80,8 @@ def _qos_class(containers: list[dict[str, Any]]) -> str:
 
 def validate(kind: Kind, obj: dict[str, Any]) -> list[FieldCause]:
     """The causes of a 422 for this object; empty when it is acceptable."""
+    if causes := object_causes(kind.kind, obj):
+        return causes  # shapes the checks below would misread
     causes = _validate_name(kind, obj.get("metadata") or {})
     if kind.kind == "Pod":
         causes.extend(_validate_pod(obj.get("spec") or {}))
@@ -108,17 +100,14 @@ def _validate_name(kind: Kind, metadata: dict[str, Any]) -> list[FieldCause]:
         ]
     if kind.kind in _FREELY_NAMED:
         return []
-    if kind.kind in _LABEL_NAMED:
-        if len(name) > 63 or not _DNS1123_LABEL.match(name):
-            return [_invalid_name(name, _LABEL_MESSAGE)]
-        return []
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-        return [_invalid_name(name, _SUBDOMAIN_MESSAGE)]
-    return []
+    if not isinstance(name, str):
+        return [_invalid_name(name, "must be a string")]
+    check = dns1123_label_errors if kind.kind in _LABEL_NAMED else dns1123_subdomain_errors
+    return [_invalid_name(name, why) for why in check(name)]
 
 
-def _invalid_name(name: str, why: str) -> FieldCause:
-    return FieldCause("FieldValueInvalid", f'Invalid value: "{name}": {why}', "metadata.name")
+def _invalid_name(name: object, why: str) -> FieldCause:
+    return FieldCause("FieldValueInvalid", f"Invalid value: {quoted(name)}: {why}", "metadata.name")
 
 
 def _validate_pod(spec: dict[str, Any]) -> list[FieldCause]:

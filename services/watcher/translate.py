@@ -1,17 +1,24 @@
 """Pure: one object seen by a list or a watch → the `ObjectChanged` event to publish, or nothing.
 
-Keeps what the consumers need and drops what they never read (managedFields), keys the event id on
+Keeps what the consumers need and drops what they never read (`trim`), keys the event id on
 uid, resourceVersion and change so that a re-watch republishes nothing new, and leaves out pods
 that are neither ours nor occupying a node (another scheduler's pending pods concern nobody here).
+`to_message` encodes the event and keeps it under the bus's payload limit: long annotations go
+next, and an object still too large is published as a reference (its identity, `complete=False`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
+from services.watcher import trim
 from shared.messages import subjects
 from shared.messages.cluster import Change, ObjectChanged
+from shared.messages.envelope import new_event
+
+SOURCE = "phalanx/watcher"
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_CONF_MAP = "volcano-scheduler-configmap"
@@ -39,8 +46,8 @@ def to_event(
     relist_id: str | None = None,
 ) -> tuple[str, str, ObjectChanged]:
     """(subject, event id, data) for one observed object."""
+    trimmed = trim.trim(kind, obj)
     metadata = obj.get("metadata") or {}
-    metadata.pop("managedFields", None)
     namespace = metadata.get("namespace") or None
     name = metadata["name"]
     uid = metadata.get("uid") or f"{namespace}/{name}"
@@ -54,6 +61,7 @@ def to_event(
         change=change,
         relist_id=relist_id,
         object=obj,
+        trimmed=trimmed,
     )
     # A relist must reach the consumers even when the same version was published before (the
     # resync marker that follows deletes what the relist did not mention), so its ids are its own.
@@ -68,3 +76,31 @@ def _version(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str
+    event_id: str
+    payload: bytes
+    data: ObjectChanged
+
+
+def to_message(
+    kind: str, change: Change, obj: dict[str, Any], *, max_bytes: int, relist_id: str | None = None
+) -> Message:
+    """The event for one object, encoded, never over `max_bytes` (see the module's docstring)."""
+    subject, event_id, data = to_event(kind, change, obj, relist_id=relist_id)
+    payload = new_event(data, source=SOURCE, event_id=event_id).to_bytes()
+    if len(payload) > max_bytes and (cut := trim.trim_long_annotations(obj)):
+        data = data.model_copy(update={"object": obj, "trimmed": [*data.trimmed, *cut]})
+        payload = new_event(data, source=SOURCE, event_id=event_id).to_bytes()
+    if len(payload) > max_bytes:
+        identity = trim.reference(obj)
+        data = data.model_copy(update={"object": identity, "complete": False, "trimmed": data.trimmed[:20]})
+        payload = new_event(data, source=SOURCE, event_id=event_id).to_bytes()
+    if len(payload) > max_bytes:  # thousands of labels: the bare identity is all that is left
+        identity["metadata"] = {k: v for k, v in identity["metadata"].items() if k != "labels"}
+        data = data.model_copy(update={"object": identity, "trimmed": []})
+        payload = new_event(data, source=SOURCE, event_id=event_id).to_bytes()
+    return Message(subject, event_id, payload, data)

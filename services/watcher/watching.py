@@ -5,6 +5,11 @@ marker, so consumers drop what vanished while nobody watched; then it watches fr
 resourceVersion with bookmarks. A 410 Gone, or any broken stream, leads back to a relist:
 level-triggered, nothing lost. Publishing is pipelined (publish_async) and awaited before the
 resume point moves past it.
+
+No single object stops a kind: every event is kept under the bus's payload limit
+(`translate.to_message`), one that still had to be cut to a reference is audited
+(`audit.watcher.oversized.*`), and one that cannot be translated at all is logged, audited
+(`audit.watcher.skipped.*`), counted and stepped over rather than relisted forever.
 """
 
 from __future__ import annotations
@@ -16,19 +21,30 @@ from typing import Any
 
 import structlog
 from kubernetes_asyncio import client
+from prometheus_client import Counter, Gauge
 
 from services.watcher import translate
 from services.watcher.kinds import WatchedKind
+from services.watcher.translate import Message
 from shared.bus.nats import Bus
 from shared.kube.client import ApiError, request, stream_lines
 from shared.messages import subjects
-from shared.messages.cluster import KindResynced
+from shared.messages.audit import AuditRecorded
+from shared.messages.cluster import Change, KindResynced
 from shared.messages.envelope import new_event
 
 log = structlog.get_logger()
 
-SOURCE = "phalanx/watcher"
+SOURCE = translate.SOURCE
 PAGE = 2000
+BROKEN = Gauge("phalanx_watcher_watch_failures", "Relists in a row that ended in an error.", ["kind"])
+STEPPED_OVER = Counter(
+    "phalanx_watcher_objects_stepped_over_total",
+    "Objects published as a reference (oversized) or not at all (skipped).",
+    ["kind", "reason"],
+)
+# Room left under the server's max_payload for the NATS headers (Nats-Msg-Id) and framing.
+HEADER_ROOM = 4096
 
 
 class KindWatcher:
@@ -44,21 +60,31 @@ class KindWatcher:
         self._api = api
         self._bus = bus
         self._kind = kind
+        self.kind = kind.kind
         self._ours = frozenset(scheduler_names)
         self._timeout = watch_timeout
         self.synced = asyncio.Event()
         self.published = 0
+        self.skipped = 0  # objects that could not be published at all, since start
+        self.failures = 0  # relists in a row that ended in an error (readiness reads it)
+        self.last_error = ""
+        self._max_bytes = max(bus.nc.max_payload - HEADER_ROOM, 64 * 1024)
 
     async def run(self) -> None:
         while True:
             try:
                 version = await self._relist()
                 self.synced.set()
+                self.failures, self.last_error = 0, ""
+                BROKEN.labels(self._kind.kind).set(0)
                 await self._watch_from(version)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                log.warning("watch broke; relisting", kind=self._kind.kind, error=str(error))
+                self.failures += 1
+                self.last_error = f"{type(error).__name__}: {str(error)[:300]}"
+                BROKEN.labels(self._kind.kind).set(self.failures)
+                log.warning("watch broke; relisting", kind=self._kind.kind, error=self.last_error)
                 await asyncio.sleep(1.0)
 
     async def _relist(self) -> str:
@@ -78,14 +104,9 @@ class KindWatcher:
         for obj in items:
             obj.setdefault("kind", kind)
             if translate.is_relevant(kind, obj, self._ours):
-                subject, event_id, data = translate.to_event(kind, "ADDED", obj, relist_id=relist_id)
-                batch.append(
-                    (
-                        subject,
-                        new_event(data, source=SOURCE, event_id=event_id).to_bytes(),
-                        event_id,
-                    )
-                )
+                message = await self._message("ADDED", obj, relist_id)
+                if message is not None:
+                    batch.append((message.subject, message.payload, message.event_id))
         marker = KindResynced(kind=kind, relist_id=relist_id, resource_version=int(version or 0))
         marker_id = f"resync:{kind}:{relist_id}"
         batch.append(
@@ -122,9 +143,51 @@ class KindWatcher:
                 obj.setdefault("kind", kind)
                 if change != "DELETED" and not translate.is_relevant(kind, obj, self._ours):
                     continue
-                subject, event_id, data = translate.to_event(kind, change, obj)
-                payload = new_event(data, source=SOURCE, event_id=event_id).to_bytes()
-                await pipe.send(subject, payload, event_id)
-                self.published += 1
+                message = await self._message(change, obj, None)
+                if message is not None:
+                    await pipe.send(message.subject, message.payload, message.event_id)
+                    self.published += 1
             # The server ended the watch (timeout): everything sent is acknowledged before resuming.
             await pipe.drain()
+
+    async def _message(self, change: Change, obj: dict[str, Any], relist_id: str | None) -> Message | None:
+        """The event for one object, or None (audited) when it cannot be made: stepped over."""
+        kind = self._kind.kind
+        try:
+            message = translate.to_message(kind, change, obj, max_bytes=self._max_bytes, relist_id=relist_id)
+        except Exception as error:  # one object's fault must not stop the kind: see the docstring
+            self.skipped += 1
+            STEPPED_OVER.labels(kind, "skipped").inc()
+            log.exception("object skipped: cannot be published", kind=kind, name=_name(obj))
+            await self._audit("skipped", obj, f"{type(error).__name__}: {str(error)[:500]}")
+            return None
+        if not message.data.complete:
+            STEPPED_OVER.labels(kind, "oversized").inc()
+            log.warning("object too large for the bus; published as a reference", kind=kind, name=_name(obj))
+            await self._audit("oversized", obj, f"published without its body (limit {self._max_bytes} bytes)")
+        return message
+
+    async def _audit(self, action: str, obj: dict[str, Any], reason: str) -> None:
+        found = obj.get("metadata")
+        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+        record = AuditRecorded(
+            service="watcher",
+            action=action,
+            kind=self._kind.kind,
+            namespace=str(metadata.get("namespace") or "") or None,
+            name=_name(obj),
+            uid=str(metadata.get("uid") or "") or None,
+            outcome="failed" if action == "skipped" else "done",
+            reason=reason,
+        )
+        version = metadata.get("resourceVersion") or ""
+        event = new_event(record, source=SOURCE, event_id=f"watcher:{action}:{record.uid}:{version}")
+        try:
+            await self._bus.publish(subjects.audit("watcher", action, record.namespace, record.name), event)
+        except Exception as error:  # the audit is a record, not a gate: the stream goes on
+            log.warning("audit not published", error=str(error))
+
+
+def _name(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    return str(metadata.get("name") or "-")[:253] if isinstance(metadata, dict) else "-"

@@ -32,8 +32,28 @@ _PATTERN = re.compile(
 )
 
 
+# Bounds that keep parsing cheap whatever the input: Kubernetes represents a quantity in at most
+# 2^63-1 units at nano precision, so no legal quantity needs more digits or a larger exponent than
+# these, while `1e9999999` would otherwise build a ten-million-digit integer.
+MAX_QUANTITY_CHARS = 64
+MAX_EXPONENT = 40
+# The largest milli-unit amount a resource vector or a BIGINT column holds.
+MAX_MILLI = 2**63 - 1
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message quotes it and the accepted form."""
+
+
+class QuantityOutOfRange(QuantityError):
+    """A well-formed quantity whose exponent no representable amount needs (`1e9999999`).
+
+    Kubernetes accepts it and caps it; admission refuses it; `to_milli` caps it as Kubernetes
+    does, so that a Pod from a cluster's other clients never stops the scheduler's ingest."""
+
+    def __init__(self, message: str, *, huge: bool, negative: bool, zero: bool) -> None:
+        super().__init__(message)
+        self.huge, self.negative, self.zero = huge, negative, zero
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -46,6 +66,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not math.isfinite(text):
             raise QuantityError(f"quantity {text!r} must be finite")
         return Fraction(str(text))
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise QuantityError(f"quantity {text[:24]!r}... is longer than {MAX_QUANTITY_CHARS} characters")
     match = _PATTERN.match(text.strip())
     if match is None:
         raise QuantityError(
@@ -56,15 +78,36 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if match["binary"]:
         value *= _BINARY[match["binary"]]
     elif match["exp"] is not None:
-        value *= Fraction(10) ** int(match["exp"])
+        exponent = int(match["exp"])
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityOutOfRange(
+                f"quantity {text!r} has an exponent beyond ±{MAX_EXPONENT}",
+                huge=exponent > 0,
+                negative=match["sign"] == "-",
+                zero=value == 0,
+            )
+        value *= Fraction(10) ** exponent
     else:
         value *= _DECIMAL[match["decimal"] or ""]
     return -value if match["sign"] == "-" else value
 
 
 def to_milli(text: str | int | float) -> int:
-    """The quantity in integer milli-units, rounded up as Kubernetes rounds requests (1n -> 1m)."""
-    return math.ceil(parse_quantity(text) * 1000)
+    """The quantity in integer milli-units, rounded up as Kubernetes rounds requests (1n -> 1m),
+    capped at ±MAX_MILLI as Kubernetes caps what it cannot represent, so that a value admission
+    never saw (a plain Pod's `1Ei` CPU) still fits every resource vector and BIGINT column."""
+    try:
+        milli = math.ceil(parse_quantity(text) * 1000)
+    except QuantityOutOfRange as far:
+        # Beyond any representable amount: the cap; below 1n: 1n, which rounds up to 1m.
+        milli = 0 if far.zero else MAX_MILLI if far.huge else 1
+        milli = -milli if far.negative else milli
+    return max(-MAX_MILLI, min(MAX_MILLI, milli))
+
+
+def milli_in_range(text: str | int | float) -> bool:
+    """Whether the quantity's milli-unit amount is representable without capping."""
+    return abs(math.ceil(parse_quantity(text) * 1000)) <= MAX_MILLI
 
 
 def format_milli(milli: int, *, binary: bool = False) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from shared.domain.quantity import format_milli, to_milli
+from shared.domain.quantity import MAX_MILLI, format_milli, to_milli
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -26,7 +26,13 @@ class Resources(Mapping[str, int]):
     __slots__ = ("_amounts",)
 
     def __init__(self, amounts: Mapping[str, int] | None = None) -> None:
-        self._amounts: dict[str, int] = {k: v for k, v in (amounts or {}).items() if v}
+        # Saturating: a sum of capped quantities (two containers asking 1Ei CPU) stays within what
+        # a BIGINT column and a JSON encoder hold, instead of failing the write that stores it.
+        self._amounts: dict[str, int] = {
+            k: v if -MAX_MILLI <= v <= MAX_MILLI else max(-MAX_MILLI, min(MAX_MILLI, v))
+            for k, v in (amounts or {}).items()
+            if v
+        }
 
     @classmethod
     def parse(cls, quantities: Mapping[str, str | int | float] | None) -> Resources:

@@ -19,6 +19,9 @@ from kubernetes_asyncio import client, config
 
 from shared.domain.errors import PermanentError, TemporaryError
 
+# Far above any object an API server stores (etcd's 1.5 MiB request limit, JSON-escaped at worst).
+MAX_WATCH_LINE_BYTES = 64 * 2**20
+
 
 class ApiError(Exception):
     def __init__(self, status: int, body: dict[str, Any] | None, message: str) -> None:
@@ -90,9 +93,23 @@ async def stream_lines(
             data = await response.read()
             document = orjson.loads(data) if data else {}
             raise ApiError(response.status, document, document.get("message") or response.reason or "")
-        async for line in response.content:
-            if line.strip():
-                yield orjson.loads(line)
+        pending = bytearray()
+        async for chunk in response.content.iter_any():
+            # Split lines ourselves: aiohttp's line reader refuses lines past twice its buffer
+            # (4 MiB), and one such event would break the watch, and every watch after it.
+            searched = len(pending)
+            pending += chunk
+            start = 0
+            while (end := pending.find(b"\n", max(searched, start))) >= 0:
+                line = bytes(pending[start:end])
+                start = end + 1
+                if line.strip():
+                    yield orjson.loads(line)
+            del pending[:start]
+            if len(pending) > MAX_WATCH_LINE_BYTES:
+                raise ApiError(0, None, f"a watch event passed {MAX_WATCH_LINE_BYTES} bytes")
+        if pending.strip():
+            yield orjson.loads(bytes(pending))
 
 
 async def _send(

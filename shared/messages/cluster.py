@@ -1,6 +1,7 @@
 """Events the watcher publishes about Kubernetes objects (watcher → scheduler ingest, controller).
 
-`ObjectChanged` carries the whole object as the API returned it, keyed by uid and resourceVersion
+`ObjectChanged` carries the object as the API returned it, less what no consumer reads (environment,
+commands, managedFields: see `trimmed`), keyed by uid and resourceVersion
 (its event id is `<uid>:<resourceVersion>:<change>`, so a relist republishes nothing new).
 `KindResynced` closes a relist: objects of that kind last seen before it, and not in it, are gone.
 """
@@ -24,6 +25,11 @@ class ObjectChanged(EventData):
     change: Change
     relist_id: str | None = None
     object: dict[str, Any]
+    # What the watcher cut from `object` (services/watcher/trim.py), as field paths.
+    trimmed: list[str] = []
+    # False when `object` is only the identity of an object too large for the bus: a consumer
+    # that needs the rest reads it from the API (docs/poison.md).
+    complete: bool = True
 
 
 @event_type("phalanx.cluster.kind.resynced.v1")

@@ -15,6 +15,7 @@ from typing import Any
 
 from shared.volcano import DEFAULT_QUEUE, ROOT_QUEUE, NumaPolicy
 
+from .capacity import capability_errors
 from .context import AdmissionContext
 from .errors import FieldError, MessageStyle, go_list
 from .job_checks import (
@@ -126,7 +127,10 @@ def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[F
             )
     errors += volume_errors(spec.get("volumes") or [])
     queue = str(spec.get("queue") or DEFAULT_QUEUE)
-    errors += _queue_errors(queue, ctx)
+    queue_errors = _queue_errors(queue, ctx)
+    errors += queue_errors
+    if not queue_errors:
+        errors += capability_errors(tasks, int_value(spec.get("minAvailable")), ctx.queues[queue])
     namespace = str((job.get("metadata") or {}).get("namespace") or "")
     errors += namespace_errors(queue, namespace, ctx, listed=True)
     priority_class = spec.get("priorityClassName")

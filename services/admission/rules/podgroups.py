@@ -1,8 +1,8 @@
 """PodGroup admission: the namespace's queue as default on CREATE; queue and topology checks.
 
 Called by `review.py` for `scheduling.volcano.sh/v1beta1` PodGroups, mostly those other
-operators create (KubeRay, Kubeflow). Messages are joined with `; ` ("join" style), as Volcano
-joins them.
+operators create (KubeRay, Kubeflow), on CREATE and UPDATE. Messages are joined with `; `
+("join" style), as Volcano joins them.
 """
 
 from __future__ import annotations
@@ -43,6 +43,14 @@ def validate_podgroup_create(podgroup: Mapping[str, Any], ctx: AdmissionContext)
         namespace = str((podgroup.get("metadata") or {}).get("namespace") or "")
         errors = namespace_errors(str(spec["queue"]), namespace, ctx, listed=False)
     return errors + _topology_errors(spec)
+
+
+def validate_podgroup_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """An update is held to the same topology rules as a creation (its bounds and shapes were
+    checked against the schema before); the queue is not re-checked, since a PodGroup keeps
+    running in a queue closed after it was admitted, as in Volcano."""
+    del old
+    return _topology_errors(new.get("spec") or {})
 
 
 def _queue_errors(queue: Any, ctx: AdmissionContext) -> list[FieldError]:

@@ -39,6 +39,9 @@ StatusRule = Callable[[JobState, JobStatus], JobStatus | None]
 
 # Plugins whose OnJobAdd/OnJobDelete create or delete Kubernetes objects.
 PLUGINS_WITH_OBJECTS = frozenset({"svc", "ssh"})
+# Pods created by one sync: a job of two billion replicas neither builds two billion manifests in
+# memory nor floods the API; the created pods' events trigger the syncs that create the next ones.
+CREATE_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -99,13 +102,31 @@ def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
     task = state.task(task_name)
     if task is None:
         return True
-    wanted = {pod_name(state.name, task.name, i) for i in range(task.replicas)}
     ready = sum(
         1
-        for p in state.pods
-        if p.name in wanted and (p.phase == "Succeeded" or (p.phase == "Running" and p.containers_ready))
+        for p in state.pods_of(task.name)
+        if _is_task_pod(state, task.name, task.replicas, p)
+        and (p.phase == "Succeeded" or (p.phase == "Running" and p.containers_ready))
     )
     return task.min_available is None or ready >= task.min_available
+
+
+def _is_task_pod(state: JobState, task: str, replicas: int, pod: PodView) -> bool:
+    """Is `pod` one the task's spec asks for (its name at an index below `replicas`)?"""
+    return 0 <= pod.index < replicas and pod.name == pod_name(state.name, task, pod.index)
+
+
+def _missing(state: JobState, task: str, task_index: int, replicas: int, budget: int) -> list[PodRef]:
+    """The first `budget` pods of the task that do not exist yet, lowest indexes first."""
+    present = {p.name for p in state.pods_of(task)}
+    missing: list[PodRef] = []
+    index = 0
+    while index < replicas and len(missing) < budget:
+        name = pod_name(state.name, task, index)
+        if name not in present:
+            missing.append(PodRef(task_index, index, name, task))
+        index += 1
+    return missing
 
 
 def dependencies_ready(state: JobState, task_name: str) -> bool:
@@ -157,9 +178,12 @@ def _podgroup_pending_event(state: JobState) -> list[Effect]:
     ]
 
 
-def sync_job(state: JobState, rule: StatusRule | None, now: datetime) -> Outcome:
-    """SyncJob: initiate, then create missing pods (once the PodGroup left Pending), delete
-    out-of-sync and surplus pods, recount, and let the phase's rule move the phase."""
+def sync_job(
+    state: JobState, rule: StatusRule | None, now: datetime, *, create_batch: int = CREATE_BATCH
+) -> Outcome:
+    """SyncJob: initiate, then create missing pods (once the PodGroup left Pending; in bounded
+    batches, the rest on the syncs their creation and placement trigger), delete out-of-sync
+    and surplus pods, recount, and let the phase's rule move the phase."""
     if state.deleting:
         return Outcome(state.status, ())
     before, effects = _initiate(state, now)
@@ -175,23 +199,31 @@ def sync_job(state: JobState, rule: StatusRule | None, now: datetime) -> Outcome
     counter = _Counter()
     to_create: list[PodRef] = []
     to_delete: list[str] = []
+    # At most `create_batch` new pods per sync, and no more unplaced pods than the gang needs
+    # (or one batch): a job of two billion BestEffort replicas then makes pods as fast as they
+    # are placed, not as fast as the API server takes them.
+    waiting = sum(1 for p in state.pods if p.phase == "Pending" and not p.deleting)
+    budget = max(0, min(create_batch, max(state.min_available, create_batch) - waiting))
     for task_index, task in enumerate(state.tasks):
         existing = {p.name: p for p in state.pods_of(task.name)}
-        missing: list[PodRef] = []
-        for i in range(task.replicas):
-            name = pod_name(state.name, task.name, i)
-            pod = existing.pop(name, None)
-            if pod is None:
-                missing.append(PodRef(task_index, i, name, task.name))
-                continue
+        # The task's pods that exist, in index order: walking range(replicas) instead would cost
+        # two billion steps for `replicas: 2147483647`, whatever few pods exist.
+        wanted = sorted(
+            (p for p in existing.values() if _is_task_pod(state, task.name, task.replicas, p)),
+            key=lambda p: p.index,
+        )
+        for pod in wanted:
+            del existing[pod.name]
             if pod.deleting:
                 counter.terminating += 1
                 continue
             if pod.out_of_sync:
-                to_delete.append(name)
+                to_delete.append(pod.name)
             counter.add(pod)
+        missing = _missing(state, task.name, task_index, task.replicas, budget) if budget else []
         if missing and dependencies_ready(state, task.name):
             to_create += missing
+            budget -= len(missing)
             for ref in missing:
                 counter.add(PodView(ref.name, ref.task, ref.pod_index), "Pending")
         # Pods beyond the desired replicas: the task was scaled down.

@@ -35,12 +35,24 @@ def domain_name(job: Json, task: Json, index: int) -> str:
     return f"{host}.{spec.get('subdomain') or job_name(job)}"
 
 
-def task_hosts(job: Json, task: Json) -> list[str]:
-    """Every host of the task (one if the template fixes `hostname`)."""
+# Host lists end up in a ConfigMap, an environment variable or a file, all held to Kubernetes'
+# 1 MiB object limit: no more hosts than that could hold are ever listed, so a task with two
+# billion replicas costs no more memory than one that could actually run.
+MAX_LISTED_HOSTS = 20_000
+
+
+def listed_count(task: Json) -> int:
+    """How many of the task's hosts are listed: its replicas (one if the template fixes
+    `hostname`), at most MAX_LISTED_HOSTS."""
     count = int(task.get("replicas") or 0)
     if _template_spec(task).get("hostname"):
         count = min(count, 1)
-    return [domain_name(job, task, i) for i in range(count)]
+    return max(0, min(count, MAX_LISTED_HOSTS))
+
+
+def task_hosts(job: Json, task: Json) -> list[str]:
+    """Every listed host of the task (see `listed_count`)."""
+    return [domain_name(job, task, i) for i in range(listed_count(task))]
 
 
 def pod_index(pod: Json) -> str:

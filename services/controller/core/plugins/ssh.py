@@ -20,6 +20,7 @@ from services.controller.core.plugins.hosts import (
     all_containers,
     domain_name,
     job_name,
+    listed_count,
     tasks,
 )
 
@@ -53,9 +54,7 @@ def _port(flags: Mapping[str, str | int | bool]) -> int:
 def ssh_config(job: Json, port: int) -> str:
     lines = ["StrictHostKeyChecking no", "UserKnownHostsFile /dev/null"]
     for task in tasks(job):
-        template = (task.get("template") or {}).get("spec") or {}
-        count = int(task.get("replicas") or 0)
-        for index in range(min(count, 1) if template.get("hostname") else count):
+        for index in range(listed_count(task)):
             domain = domain_name(job, task, index)
             host = domain.split(".", 1)[0]
             lines += [f"Host {host}", f"  HostName {domain}", f"  Port {port}"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from services.controller.core.plugins.args import parse_flags
 from services.controller.core.plugins.hosts import (
+    MAX_LISTED_HOSTS,
     Json,
     add_env,
     all_containers,
@@ -41,9 +42,8 @@ def tf_config(job: Json, pod: Json, args: Sequence[str]) -> dict[str, Any]:
         role = role_of.get(str(task.get("name", "")))
         if role is None:
             continue
-        hosts = [
-            f"{domain_name(job, task, i)}:{int(flags['port'])}" for i in range(int(task.get("replicas") or 0))
-        ]
+        count = max(0, min(int(task.get("replicas") or 0), MAX_LISTED_HOSTS))
+        hosts = [f"{domain_name(job, task, i)}:{int(flags['port'])}" for i in range(count)]
         if hosts:  # Go's omitempty drops empty role lists
             cluster[role] = hosts
     ordered = {role: cluster[role] for role in _ROLES if role in cluster}
