@@ -97,7 +97,7 @@ class GangKeeper:
     async def _place(self, data: msg.GangPlaced) -> None:
         async def bind(b: msg.Bind) -> str:
             async with self._bind_slots:
-                return await self._kube.bind(b.namespace, b.name, b.node)
+                return await self._kube.bind(b.namespace, b.name, b.node, b.uid)
 
         outcomes = await asyncio.gather(*(bind(b) for b in data.binds))
         bound = [b for b, o in zip(data.binds, outcomes, strict=True) if o in ("bound", "already")]
@@ -123,7 +123,9 @@ class GangKeeper:
         # dropped it from the cache there would be nothing to hang the Evict event on, leaving the
         # eviction invisible to users (and to `kubectl get events`).
         pods = [self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions]
-        results = await asyncio.gather(*(self._kube.evict(e.namespace, e.name) for e in data.evictions))
+        results = await asyncio.gather(
+            *(self._kube.evict(e.namespace, e.name, e.uid) for e in data.evictions)
+        )
         for eviction, pod, done in zip(data.evictions, pods, results, strict=True):
             if pod is not None and done:
                 await self._kube.record_event(
