@@ -1,7 +1,9 @@
 """Shell: carry out the scheduler's decisions and keep every PodGroup's status.
 
-Decisions arrive on `decisions.*`, one message per gang. Each is fenced: a gang's decisions from an
-older scheduler epoch than one already acted on are ignored (fences.py). Placing binds every
+Decisions arrive on `decisions.*`, one message per gang. Each is checked against the scheduler's
+lease row first: one not of the leading epoch, or past its time to be carried out, is refused and
+audited (leader_check.py). Then it is fenced: a gang's decisions from an older scheduler epoch
+than one already acted on are ignored (fences.py). Placing binds every
 pod of the gang concurrently (a pod already bound to that node counts as done); enqueueing moves
 the PodGroup to Inqueue so its job's pods get created; an unschedulable verdict becomes the
 PodGroup's Unschedulable condition with Volcano's message; evicting goes through pods/eviction.
@@ -16,7 +18,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -31,6 +33,7 @@ from services.controller.core.podgroups import (
 )
 from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
+from services.controller.leader_check import LeaderCheck
 from shared.batching import Batcher
 from shared.messages import decisions as msg
 from shared.messages import subjects
@@ -67,6 +70,7 @@ class GangKeeper:
         self._admitted: set[tuple[str, str]] = set()  # enqueued since the last status write
         self._conditions: dict[tuple[str, str], Json] = {}  # newest condition not yet written
         self._fences = DecisionFences(sessions)
+        self._leader = LeaderCheck(sessions)
         # The audit rows of decisions carried out together share one transaction.
         self._audits = Batcher(self._write_audits)
         self._status_writes = Coalescer(
@@ -77,6 +81,21 @@ class GangKeeper:
 
     async def decided(self, event: CloudEvent[Any]) -> None:
         data = event.data
+        # The lease row first: a forged epoch must not reach the fences, where it would make
+        # every later decision of the real leader look stale.
+        refusal = await self._leader.refusal(data.epoch, data.valid_until)
+        if refusal is not None:
+            reason, message = refusal
+            log.warning("decision refused", gang=data.podgroup, epoch=data.epoch, reason=reason)
+            await self._audit(
+                "decision-refused",
+                data,
+                outcome="denied",
+                reason=reason,
+                message=message,
+                details={"decision": event.type},
+            )
+            return
         if not await self._fences.fresh(data.gang_uid, data.epoch):
             log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
             return
@@ -144,7 +163,16 @@ class GangKeeper:
             },
         )
 
-    async def _audit(self, action: str, data: Any, *, outcome: str = "done", details: dict[str, Any]) -> None:
+    async def _audit(
+        self,
+        action: str,
+        data: Any,
+        *,
+        outcome: Literal["done", "failed", "denied"] = "done",
+        details: dict[str, Any],
+        reason: str = "",
+        message: str = "",
+    ) -> None:
         audit = AuditRecorded(
             service="controller",
             action=action,
@@ -153,6 +181,8 @@ class GangKeeper:
             name=data.podgroup,
             uid=data.gang_uid,
             outcome=outcome,
+            reason=reason,
+            message=message,
             details=details,
         )
         event = new_event(

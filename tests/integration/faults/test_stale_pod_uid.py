@@ -8,31 +8,15 @@ Conflict as kube-apiserver does.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
 from services.controller.kube_writes import KubeWrites
-from services.simulator.nodes import NodeSpec
-from services.simulator.testing import RunningSimulator, running_simulator
-from shared.kube.client import ApiError, make_api_client, request
+from shared.kube.client import ApiError, request
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[RunningSimulator]:
-    with running_simulator(nodes=[NodeSpec("node-0", cpu="4", memory="8Gi")], kubelet_start_delay=30) as sim:
-        yield sim
-
-
-@pytest.fixture
-async def api(simulator: RunningSimulator) -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client(str(simulator.kubeconfig_path))
-    yield api
-    await api.close()
 
 
 def pod(name: str) -> dict[str, Any]:
