@@ -26,6 +26,14 @@ class PostgresSettings(BaseModel):
         description="SQLAlchemy URL of the scheduling database (asyncpg driver).",
     )
     pool_size: int = Field(5, ge=1, le=100)
+    # Bounds on every wait, so a dead peer is noticed: a half-open connection of a paused leader
+    # must not hold the leader row (and every standby behind it) forever.
+    connect_timeout_seconds: float = Field(5.0, gt=0, description="Giving up on opening a connection.")
+    statement_timeout_seconds: float = Field(60.0, gt=0, description="Longest one statement may run.")
+    lock_timeout_seconds: float = Field(10.0, gt=0, description="Longest a statement waits for a lock.")
+    idle_in_transaction_timeout_seconds: float = Field(
+        60.0, gt=0, description="The server ends a session left idle inside a transaction this long."
+    )
 
 
 class LogSettings(BaseModel):
