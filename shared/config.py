@@ -18,6 +18,16 @@ class NatsSettings(BaseModel):
     url: str = Field("nats://127.0.0.1:4222", description="NATS server URL (JetStream enabled).")
     audit_max_age_hours: float = Field(24 * 7, gt=0, description="How long the AUDIT stream keeps events.")
     audit_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of the AUDIT stream.")
+    # The other streams carry facts and commands that a restart rebuilds from the Kubernetes API
+    # and PostgreSQL (level-triggered), so old messages may go; a full store would stop every
+    # publisher instead.
+    stream_max_age_hours: float = Field(
+        24, gt=0, description="How long CLUSTER, JOBS, DECISIONS and DEADLETTER keep messages."
+    )
+    stream_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of each of those streams.")
+    max_msgs_per_object: int = Field(
+        64, ge=2, description="Messages kept per object (subject), so relists cannot grow a stream."
+    )
 
 
 class PostgresSettings(BaseModel):
