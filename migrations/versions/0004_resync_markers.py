@@ -1,0 +1,33 @@
+"""Ingest remembers the newest relist marker applied per kind, so that an older marker delivered
+again late does not tombstone the rows of a newer relist (issue #13, path 6).
+
+Ownership of each table is in migrations/README.md.
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-25 17:30:00.000000
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0004"
+down_revision: str | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "resync_markers",
+        sa.Column("kind", sa.String(length=64), nullable=False),
+        sa.Column("relist_id", sa.String(length=64), nullable=False),
+        sa.Column("resource_version", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("kind"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("resync_markers")
