@@ -96,7 +96,7 @@ class GangKeeper:
                 details={"decision": event.type},
             )
             return
-        if not await self._fences.fresh(data.gang_uid, data.epoch):
+        if not await self._fences.fresh(data.gang_uid, data.epoch, data.cycle):
             log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
             return
         match data:

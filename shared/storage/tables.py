@@ -234,11 +234,13 @@ class AppliedCommand(Base):
 
 
 class GangFence(Base):
-    """The newest scheduler epoch the controller acted on per gang; older decisions are ignored."""
+    """The newest scheduler decision (epoch, then cycle) the controller acted on per gang; older
+    decisions are ignored."""
 
     __tablename__ = "gang_fences"
     gang_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
     epoch: Mapped[int] = mapped_column(BigInteger)
+    cycle: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
 
 
 class JobTimer(Base):

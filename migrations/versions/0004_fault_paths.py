@@ -1,5 +1,7 @@
 """Ingest remembers the newest relist marker applied per kind, so that an older marker delivered
-again late does not tombstone the rows of a newer relist (issue #13, path 6).
+again late does not tombstone the rows of a newer relist (issue #13, path 6); the controller's
+gang fences keep the cycle beside the epoch, so an old decision of the same leader is stale too
+(path 2).
 
 Ownership of each table is in migrations/README.md.
 
@@ -27,7 +29,9 @@ def upgrade() -> None:
         sa.Column("resource_version", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("kind"),
     )
+    op.add_column("gang_fences", sa.Column("cycle", sa.BigInteger(), server_default=sa.text("0"), nullable=False))
 
 
 def downgrade() -> None:
+    op.drop_column("gang_fences", "cycle")
     op.drop_table("resync_markers")
