@@ -34,6 +34,7 @@ from services.controller.core.podgroups import (
 from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
 from services.controller.leader_check import LeaderCheck
+from shared import failpoints
 from shared.batching import Batcher
 from shared.messages import decisions as msg
 from shared.messages import subjects
@@ -116,7 +117,9 @@ class GangKeeper:
     async def _place(self, data: msg.GangPlaced) -> None:
         async def bind(b: msg.Bind) -> str:
             async with self._bind_slots:
-                return await self._kube.bind(b.namespace, b.name, b.node, b.uid)
+                outcome = await self._kube.bind(b.namespace, b.name, b.node, b.uid)
+            await failpoints.hit("ctl.mid_bind_batch")
+            return outcome
 
         outcomes = await asyncio.gather(*(bind(b) for b in data.binds))
         bound = [b for b, o in zip(data.binds, outcomes, strict=True) if o in ("bound", "already")]

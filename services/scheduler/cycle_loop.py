@@ -42,6 +42,7 @@ from services.scheduler.core.snapshot import Snapshot
 from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership, LostLeadership
 from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
+from shared import failpoints
 from shared.clock import Clock
 from shared.messages import decisions as msg
 from shared.messages import subjects
@@ -165,6 +166,7 @@ class CycleLoop:
         plan = plan_cycle(read.snapshot, conf)
         self.cycle += 1
         await self._commit(plan, read.snapshot, read.verdicts, expire_before)
+        await failpoints.hit("sched.after_decide_commit")
         self._remember(plan, read.snapshot)
         self.last_plan = plan
         CYCLE_SECONDS.observe(time.perf_counter() - started)

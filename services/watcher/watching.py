@@ -19,6 +19,7 @@ from kubernetes_asyncio import client
 
 from services.watcher import translate
 from services.watcher.kinds import WatchedKind
+from shared import failpoints
 from shared.bus.nats import Bus
 from shared.kube.client import ApiError, request, stream_lines
 from shared.messages import subjects
@@ -53,6 +54,7 @@ class KindWatcher:
         while True:
             try:
                 version = await self._relist()
+                await failpoints.hit("watcher.after_publish_before_watch")
                 self.synced.set()
                 await self._watch_from(version)
             except asyncio.CancelledError:
