@@ -8,7 +8,7 @@ N times only (every time without it). With the variable unset, `hit` costs one d
 
 Points: `sched.after_decide_commit` (decisions committed, not yet published),
 `relay.after_publish_before_mark` (outbox published, not yet marked sent),
-`ctl.mid_bind_batch` (after each bind of a gang), `ctl.after_pod_create_before_status` (a job's
+`ctl.mid_bind_batch` (before each bind of a gang but its first), `ctl.after_pod_create_before_status` (a job's
 pods created, its status not yet written), `watcher.after_publish_before_watch` (a relist
 published, the watch not yet started), `admission.before_response` (a review decided, not yet
 answered).

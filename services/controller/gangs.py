@@ -115,13 +115,13 @@ class GangKeeper:
                 await self._evict(data)
 
     async def _place(self, data: msg.GangPlaced) -> None:
-        async def bind(b: msg.Bind) -> str:
+        async def bind(index: int, b: msg.Bind) -> str:
+            if index:  # a fault test holds back all but the gang's first bind here
+                await failpoints.hit("ctl.mid_bind_batch")
             async with self._bind_slots:
-                outcome = await self._kube.bind(b.namespace, b.name, b.node, b.uid)
-            await failpoints.hit("ctl.mid_bind_batch")
-            return outcome
+                return await self._kube.bind(b.namespace, b.name, b.node, b.uid)
 
-        outcomes = await asyncio.gather(*(bind(b) for b in data.binds))
+        outcomes = await asyncio.gather(*(bind(i, b) for i, b in enumerate(data.binds)))
         bound = [b for b, o in zip(data.binds, outcomes, strict=True) if o in ("bound", "already")]
         refused = {
             b.name: o for b, o in zip(data.binds, outcomes, strict=True) if o not in ("bound", "already")

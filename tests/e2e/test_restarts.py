@@ -83,6 +83,7 @@ class PartialGangWatch(threading.Thread):
         self.stop = threading.Event()
         self.since: dict[str, float] = {}
         self.violations: list[str] = []
+        self.longest: dict[str, float] = {}  # job -> the longest it was seen partly bound
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -95,6 +96,7 @@ class PartialGangWatch(threading.Thread):
             for name, count in bound.items():
                 if 0 < count < GANG:
                     first = self.since.setdefault(name, now)
+                    self.longest[name] = max(self.longest.get(name, 0.0), now - first)
                     if now - first > PARTIAL_GRACE_SECONDS:
                         self.violations.append(f"{name}: {count}/{GANG} bound for {now - first:.1f} s")
                 else:
