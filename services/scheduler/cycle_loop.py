@@ -139,13 +139,11 @@ class CycleLoop:
         if epoch != self._leadership.epoch:
             probed = await self._watermark.probe()
             epoch, since = self._gate = (self._leadership.epoch, probed)
+            log.info("leading; the first cycle waits for ingest to catch up", epoch=epoch)
         else:
             await self._watermark.probe()
         caught = self._watermark.caught_up_as_of
-        if caught is None or since is None or caught < since:
-            log.info("waiting for ingest to catch up before the first cycle", epoch=epoch)
-            return False
-        return True
+        return caught is not None and since is not None and caught >= since
 
     def _expire_before(self) -> datetime | None:
         """Pending decisions created before this stop counting: past their time-to-live, and
