@@ -1,4 +1,4 @@
-"""Fixtures of the fault tests: an engine on the test's own migrated database, and a simulator
+"""Fixtures of the fault tests: an engine on the test's own migrated database, a bus, and a simulator
 per module (one node of 8 CPUs, kubelets slow to start pods) with an asyncio client onto it."""
 
 from __future__ import annotations
@@ -11,7 +11,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from services.simulator.nodes import NodeSpec
 from services.simulator.testing import RunningSimulator, running_simulator
+from shared.bus.nats import Bus
+from shared.config import NatsSettings
 from shared.kube.client import make_api_client
+
+
+@pytest.fixture
+async def bus(nats_url: str) -> AsyncIterator[Bus]:
+    """A bus connected as the controller is (its dead letters are audited as the controller's)."""
+    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-controller")
+    await bus.ensure_streams()
+    yield bus
+    await bus.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,27 +6,17 @@ NATS JetStream server.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import orjson
 import pytest
 
 from shared.bus.nats import Bus, ConsumerSpec
-from shared.config import NatsSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
 from tests.integration.foundation.test_bus import wait_for
 
 pytestmark = pytest.mark.integration
 SUBJECT = subjects.job_event("phase", "default", "j1")
-
-
-@pytest.fixture
-async def bus(nats_url: str) -> AsyncIterator[Bus]:
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-controller")
-    await bus.ensure_streams()
-    yield bus
-    await bus.close()
 
 
 def phase(phase: str) -> CloudEvent[jobs.JobPhaseChanged]:
