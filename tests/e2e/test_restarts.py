@@ -348,7 +348,12 @@ def test_replaying_every_message_to_a_restarted_controller_duplicates_nothing_an
         "replay-restarted": ["Running", "Restarting", "Pending", "Running"],
         "replay-evicted": ["Running", "Restarting", "Pending", "Running"],
     }
+    # The phase is written before its announcement leaves the outbox: give the relay a moment.
+    deadline = time.monotonic() + 15
     announced = asyncio.run(_phase_changes(stack.nats_url, since=replay_started))
+    while "Completed" not in announced.get("replay-running", []) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        announced = asyncio.run(_phase_changes(stack.nats_url, since=replay_started))
     assert announced == {
         "replay-restarted": ["Restarting", "Pending", "Running"],
         "replay-evicted": ["Restarting", "Pending", "Running"],
