@@ -35,6 +35,16 @@ class NatsSettings(BaseModel):
     )
     audit_max_age_hours: float = Field(24 * 7, gt=0, description="How long the AUDIT stream keeps events.")
     audit_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of the AUDIT stream.")
+    # The other streams carry facts and commands that a restart rebuilds from the Kubernetes API
+    # and PostgreSQL (level-triggered), so old messages may go; a full store would stop every
+    # publisher instead.
+    stream_max_age_hours: float = Field(
+        24, gt=0, description="How long CLUSTER, JOBS, DECISIONS and DEADLETTER keep messages."
+    )
+    stream_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of each of those streams.")
+    max_msgs_per_object: int = Field(
+        64, ge=2, description="Messages kept per object (subject), so relists cannot grow a stream."
+    )
 
 
 class PostgresSettings(BaseModel):
@@ -43,6 +53,14 @@ class PostgresSettings(BaseModel):
         description="SQLAlchemy URL of the scheduling database (asyncpg driver).",
     )
     pool_size: int = Field(5, ge=1, le=100)
+    # Bounds on every wait, so a dead peer is noticed: a half-open connection of a paused leader
+    # must not hold the leader row (and every standby behind it) forever.
+    connect_timeout_seconds: float = Field(5.0, gt=0, description="Giving up on opening a connection.")
+    statement_timeout_seconds: float = Field(60.0, gt=0, description="Longest one statement may run.")
+    lock_timeout_seconds: float = Field(10.0, gt=0, description="Longest a statement waits for a lock.")
+    idle_in_transaction_timeout_seconds: float = Field(
+        60.0, gt=0, description="The server ends a session left idle inside a transaction this long."
+    )
 
 
 class LogSettings(BaseModel):

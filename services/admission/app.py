@@ -76,6 +76,7 @@ async def run(settings: AdmissionSettings, health: Health) -> None:
             ssl_context_factory=lambda _config, _default: tls.context,
             log_level="warning",
             access_log=False,
+            timeout_keep_alive=settings.keep_alive_seconds,
             lifespan="off",
         )
         server = uvicorn.Server(config)

@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from services.admission import review as core
 from services.admission.context_loader import ContextLoader, ContextUnavailable
+from shared import failpoints
 from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
 from shared.messages.envelope import new_event
@@ -95,6 +96,7 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
             REVIEWS.labels(webhook, kind, str(allowed).lower()).inc()
             if webhook == "validate" and kind in ("Job", "Queue", "PodGroup"):
                 audit(answer, review_in)
+            await failpoints.hit("admission.before_response")
             return _json(answer)
 
         return handle

@@ -49,6 +49,12 @@ class AdmissionSettings(ServiceSettings):
     service_namespace: str = Field("volcano-system")
     register_webhooks: bool = Field(True, description="Create/update the webhook configurations at start.")
     timeout_seconds: int = Field(10, ge=1, le=30, description="The API server's webhook call timeout.")
+    keep_alive_seconds: int = Field(
+        120,
+        ge=1,
+        description="How long an idle keep-alive connection stays open; longer than the API "
+        "server keeps one (90 s), so the server never closes one the client is about to reuse.",
+    )
     scheduler_name: str = Field("volcano", description="schedulerName given to Jobs that name none.")
     max_request_bytes: int = Field(3 * 1024 * 1024, gt=0, description="Larger AdmissionReviews are refused.")
     health_port: int = Field(8080, ge=0, le=65535)

@@ -24,7 +24,7 @@ from shared.bus.nats import Bus, ConsumerSpec
 from shared.clock import SystemClock
 from shared.kube.client import ApiError, make_api_client
 from shared.messages import subjects
-from shared.messages.cluster import ObjectChanged
+from shared.messages.cluster import KindResynced, ObjectChanged
 from shared.messages.envelope import CloudEvent
 from shared.runtime import Health
 from shared.storage import tables
@@ -68,6 +68,8 @@ async def run(settings: ControllerSettings, health: Health) -> None:
                     obj = await kube.get(data.kind, data.namespace, data.name)
                 if obj is not None:  # None: deleted since, and its DELETED event follows
                     await dispatcher.observe(data.kind, obj, deleted=data.change == "DELETED")
+            elif isinstance(data, KindResynced) and data.kind in PRIMED_KINDS:
+                await dispatcher.relisted(data.kind, *await kube.list(data.kind))
 
         bus.consume(ConsumerSpec(subjects.CLUSTER_STREAM, "controller", CLUSTER_SUBJECTS), on_cluster)
         bus.consume(

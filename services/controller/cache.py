@@ -4,6 +4,8 @@ Primed from the API at start (level-triggered), then kept current from `cluster.
 the controller's own write responses. `put` refuses an older resourceVersion, so a replayed or
 reordered event never moves an object backwards, nor brings back one deleted before the priming
 list, and returns the version it replaced: the "old" that the lifecycle compares the new against.
+When the reaction to a change fails, `undo` takes the change back, so its redelivery is handled
+rather than dropped as stale.
 """
 
 from __future__ import annotations
@@ -105,6 +107,33 @@ class Cache:
             self._index_pod(key, held, None)
             self._pod_views.pop(key, None)
         return held
+
+    def undo(self, kind: str, obj: Json, old: Json | None, *, deleted: bool) -> None:
+        """Take back a `put` (or `remove`) of `obj` whose reaction failed, so that the event's
+        redelivery is news again; left alone when something newer came meanwhile."""
+        key = key_of(obj)
+        held = self._objects[kind].get(key)
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if deleted:
+            if held is not None or old is None:
+                return
+            self._tombstones.pop((kind, uid), None)
+            self._objects[kind][key] = old
+            self._by_uid[kind][uid] = key
+            if kind == "Pod":
+                self._index_pod(key, None, old)
+            return
+        if held is not obj:
+            return
+        if old is None:
+            del self._objects[kind][key]
+            self._by_uid[kind].pop(uid, None)
+        else:
+            self._objects[kind][key] = old
+            self._by_uid[kind][(old.get("metadata") or {}).get("uid", "")] = key
+        if kind == "Pod":
+            self._index_pod(key, obj, old)
+            self._pod_views.pop(key, None)
 
     def _index_pod(self, key: Key, old: Json | None, new: Json | None) -> None:
         for obj, add in ((old, False), (new, True)):

@@ -2,8 +2,11 @@
 
 The cache decides whether the change is news (a newer resourceVersion); only news is routed, so a
 redelivered event, or the watch echo of a write the controller already saw in its response,
-changes nothing. Jobs' pods, PodGroups and the Job itself go to the job's lifecycle; any pod or
-PodGroup also refreshes its PodGroup's status; queues and commands go to the queue keeper.
+changes nothing. A change whose reaction fails is taken back out of the cache, so its redelivery
+is handled. A relist by the watcher (its `KindResynced` marker) makes the controller list the kind
+itself and drop what was deleted during the watch gap. Jobs' pods, PodGroups and the Job itself
+go to the job's lifecycle; any pod or PodGroup also refreshes its PodGroup's status; queues and
+commands go to the queue keeper.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from services.controller.cache import GROUP_ANNOTATION, Cache, controller_uid
+from services.controller.cache import GROUP_ANNOTATION, Cache, controller_uid, version_of
 from services.controller.gangs import GangKeeper
 from services.controller.jobs import JobDriver
 from services.controller.queue_keeper import QueueKeeper
@@ -55,7 +58,24 @@ class Dispatcher:
         except Cache.Stale:
             return
         new = None if deleted else obj
-        await self.route(kind, old, new)
+        try:
+            await self.route(kind, old, new)
+        except BaseException:
+            # Not carried out: the change must stay news, or its redelivery would be dropped as
+            # stale and the reaction (a policy action, a PodGroup, a phase record) lost.
+            self.cache.undo(kind, obj, old, deleted=deleted)
+            raise
+
+    async def relisted(self, kind: str, listed: list[Json], listed_version: int) -> None:
+        """The watcher relisted `kind` (after a watch gap): the cluster, listed again here, is
+        the truth. What the cache holds that the list lacks was deleted while nobody watched."""
+        present = {(o.get("metadata") or {}).get("uid") for o in listed}
+        for obj in self.cache.all(kind):
+            meta = obj.get("metadata") or {}
+            if meta.get("uid") not in present and version_of(obj) <= listed_version:
+                await self.observe(kind, obj, deleted=True)
+        for obj in listed:
+            await self.observe(kind, obj, deleted=False)
 
     async def route(self, kind: str, old: Json | None, new: Json | None) -> None:
         assert self.jobs is not None

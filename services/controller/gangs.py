@@ -1,7 +1,9 @@
 """Shell: carry out the scheduler's decisions and keep every PodGroup's status.
 
-Decisions arrive on `decisions.*`, one message per gang. Each is fenced: a gang's decisions from an
-older scheduler epoch than one already acted on are ignored (fences.py). Placing binds every
+Decisions arrive on `decisions.*`, one message per gang. Each is checked against the scheduler's
+lease row first: one not of the leading epoch, or past its time to be carried out, is refused and
+audited (leader_check.py). Then it is fenced: a gang's decisions from an older scheduler epoch
+than one already acted on are ignored (fences.py). Placing binds every
 pod of the gang concurrently (a pod already bound to that node counts as done); enqueueing moves
 the PodGroup to Inqueue so its job's pods get created; an unschedulable verdict becomes the
 PodGroup's Unschedulable condition with Volcano's message; evicting goes through pods/eviction.
@@ -16,7 +18,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -31,6 +33,8 @@ from services.controller.core.podgroups import (
 )
 from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
+from services.controller.leader_check import LeaderCheck
+from shared import failpoints
 from shared.batching import Batcher
 from shared.messages import decisions as msg
 from shared.messages import subjects
@@ -67,6 +71,7 @@ class GangKeeper:
         self._admitted: set[tuple[str, str]] = set()  # enqueued since the last status write
         self._conditions: dict[tuple[str, str], Json] = {}  # newest condition not yet written
         self._fences = DecisionFences(sessions)
+        self._leader = LeaderCheck(sessions)
         # The audit rows of decisions carried out together share one transaction.
         self._audits = Batcher(self._write_audits)
         self._status_writes = Coalescer(
@@ -77,7 +82,22 @@ class GangKeeper:
 
     async def decided(self, event: CloudEvent[Any]) -> None:
         data = event.data
-        if not await self._fences.fresh(data.gang_uid, data.epoch):
+        # The lease row first: a forged epoch must not reach the fences, where it would make
+        # every later decision of the real leader look stale.
+        refusal = await self._leader.refusal(data.epoch, data.valid_until)
+        if refusal is not None:
+            reason, message = refusal
+            log.warning("decision refused", gang=data.podgroup, epoch=data.epoch, reason=reason)
+            await self._audit(
+                "decision-refused",
+                data,
+                outcome="denied",
+                reason=reason,
+                message=message,
+                details={"decision": event.type},
+            )
+            return
+        if not await self._fences.fresh(data.gang_uid, data.epoch, data.cycle):
             log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
             return
         match data:
@@ -95,11 +115,13 @@ class GangKeeper:
                 await self._evict(data)
 
     async def _place(self, data: msg.GangPlaced) -> None:
-        async def bind(b: msg.Bind) -> str:
+        async def bind(index: int, b: msg.Bind) -> str:
+            if index:  # a fault test holds back all but the gang's first bind here
+                await failpoints.hit("ctl.mid_bind_batch")
             async with self._bind_slots:
-                return await self._kube.bind(b.namespace, b.name, b.node)
+                return await self._kube.bind(b.namespace, b.name, b.node, b.uid)
 
-        outcomes = await asyncio.gather(*(bind(b) for b in data.binds))
+        outcomes = await asyncio.gather(*(bind(i, b) for i, b in enumerate(data.binds)))
         bound = [b for b, o in zip(data.binds, outcomes, strict=True) if o in ("bound", "already")]
         refused = {
             b.name: o for b, o in zip(data.binds, outcomes, strict=True) if o not in ("bound", "already")
@@ -123,7 +145,9 @@ class GangKeeper:
         # dropped it from the cache there would be nothing to hang the Evict event on, leaving the
         # eviction invisible to users (and to `kubectl get events`).
         pods = [self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions]
-        results = await asyncio.gather(*(self._kube.evict(e.namespace, e.name) for e in data.evictions))
+        results = await asyncio.gather(
+            *(self._kube.evict(e.namespace, e.name, e.uid) for e in data.evictions)
+        )
         for eviction, pod, done in zip(data.evictions, pods, results, strict=True):
             if pod is not None and done:
                 await self._kube.record_event(
@@ -142,7 +166,16 @@ class GangKeeper:
             },
         )
 
-    async def _audit(self, action: str, data: Any, *, outcome: str = "done", details: dict[str, Any]) -> None:
+    async def _audit(
+        self,
+        action: str,
+        data: Any,
+        *,
+        outcome: Literal["done", "failed", "denied"] = "done",
+        details: dict[str, Any],
+        reason: str = "",
+        message: str = "",
+    ) -> None:
         audit = AuditRecorded(
             service="controller",
             action=action,
@@ -151,6 +184,8 @@ class GangKeeper:
             name=data.podgroup,
             uid=data.gang_uid,
             outcome=outcome,
+            reason=reason,
+            message=message,
             details=details,
         )
         event = new_event(

@@ -41,6 +41,7 @@ from services.controller.core.plugins.sshkeys import generate_key_pair
 from services.controller.core.pods import build_pod, build_pvc
 from services.controller.kube_writes import KubeWrites
 from services.controller.timers import TimerStore
+from shared import failpoints
 from shared.batching import Batcher
 from shared.clock import Clock
 from shared.kube.client import ApiError
@@ -223,6 +224,7 @@ class JobDriver:
             return None
 
         results = await asyncio.gather(*(create(ref) for ref in effect.pods))
+        await failpoints.hit("ctl.after_pod_create_before_status")
         return [r for r in results if r]
 
     async def _delete_pod(self, namespace: str, name: str) -> None:

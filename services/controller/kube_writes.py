@@ -1,9 +1,10 @@
 """Shell: the controller's writes to Kubernetes, each idempotent.
 
 Create treats AlreadyExists as done, delete treats NotFound as done, binding treats "already bound
-to that node" as done; a status write is a merge patch of the status subresource. Every response
-that returns an object is handed to `on_written` so the cache sees the controller's own writes
-before the watch delivers them.
+to that node" as done; binds and evictions name the pod's uid as a precondition, so they never
+touch a newer pod of the same name. A status write is a merge patch of the status subresource.
+Every response that returns an object is handed to `on_written` so the cache sees the
+controller's own writes before the watch delivers them.
 """
 
 from __future__ import annotations
@@ -104,12 +105,17 @@ class KubeWrites:
         self._on_written(replaced)
         return replaced
 
-    async def bind(self, namespace: str, name: str, node: str) -> str:
-        """Bind the pod; "bound", "already" (bound there before), "elsewhere" or "gone"."""
+    async def bind(self, namespace: str, name: str, node: str, uid: str) -> str:
+        """Bind the pod of this uid; "bound", "already" (bound there before), "elsewhere" or "gone".
+
+        The Binding names the pod's uid, a precondition the API server checks: a decision made
+        for a pod that was since replaced by one of the same name (a restarted job reuses names)
+        finds it "gone" rather than binding the newcomer.
+        """
         binding = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
@@ -120,21 +126,23 @@ class KubeWrites:
             if error.status != 409:
                 raise
             pod = await self.get("Pod", namespace, name)
-            if pod is None:
+            if pod is None or (pod.get("metadata") or {}).get("uid") != uid:
                 return "gone"
             return "already" if (pod.get("spec") or {}).get("nodeName") == node else "elsewhere"
         return "bound"
 
-    async def evict(self, namespace: str, name: str) -> bool:
+    async def evict(self, namespace: str, name: str, uid: str) -> bool:
+        """Evict the pod of this uid; False when it is gone or was replaced by a newer namesake."""
         eviction = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
         }
         try:
             await request(self._api, "POST", KINDS["Pod"].item(namespace, name, "eviction"), body=eviction)
         except ApiError as error:
-            if error.status == 404:
+            if error.status in (404, 409):
                 return False
             raise
         return True

@@ -10,6 +10,7 @@ import asyncio
 
 from services.scheduler.cycle_loop import CycleLoop
 from services.scheduler.ingest import INGESTED_KINDS, Ingester
+from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership
 from services.scheduler.settings import SchedulerSettings
 from shared.bus.nats import Bus, ConsumerSpec
@@ -20,6 +21,7 @@ from shared.storage import tables
 from shared.storage.engine import make_engine, make_sessions
 from shared.storage.outbox import OutboxRelay
 
+INGEST_DURABLE = "scheduler-ingest"
 INGEST_SUBJECTS = [f"cluster.{kind.lower()}.>" for kind in INGESTED_KINDS]
 
 
@@ -29,6 +31,7 @@ async def run(settings: SchedulerSettings, health: Health) -> None:
     sessions = make_sessions(engine)
     leadership = Leadership(sessions, holder=settings.holder, lease_seconds=settings.lease_seconds)
     relay = OutboxRelay(sessions, tables.SchedulerOutbox, bus)
+    watermark = IngestWatermark(bus.js, sessions, stream=subjects.CLUSTER_STREAM, durable=INGEST_DURABLE)
     loop = CycleLoop(
         sessions,
         leadership,
@@ -38,6 +41,8 @@ async def run(settings: SchedulerSettings, health: Health) -> None:
         min_gap=settings.min_cycle_gap_seconds,
         on_committed=relay.kick,
         conf_file=settings.conf_file,
+        watermark=watermark,
+        decision_window=settings.decision_window_seconds,
     )
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -45,7 +50,7 @@ async def run(settings: SchedulerSettings, health: Health) -> None:
         if settings.ingest:
             ingester = Ingester(sessions, scheduler_names=settings.scheduler_names, on_new_work=loop.kick)
             bus.consume_batches(
-                ConsumerSpec(subjects.CLUSTER_STREAM, "scheduler-ingest", INGEST_SUBJECTS, batch=500),
+                ConsumerSpec(subjects.CLUSTER_STREAM, INGEST_DURABLE, INGEST_SUBJECTS, batch=500),
                 ingester.handle,
             )
         if settings.cycle:

@@ -6,6 +6,11 @@ writes, in one transaction fenced by the leader's epoch: the decisions (enqueue,
 verdicts for unplaced gangs, and the messages that announce them into the outbox — one message
 per gang, never one per pod. The outbox relay publishes them after the commit.
 
+Each decision says by when (the database's clock) the controller may carry it out: half its
+time-to-live by default. A new leader does not cycle before ingest has caught up with the cluster
+(ingest_watermark.py), and an unconfirmed decision stops counting as allocated only once ingest
+has caught up past its time-to-live; the same fenced commit marks it expired.
+
 The configuration is volcano-scheduler.conf from a file (SCHEDULER_CONF_FILE) or else from the
 ConfigMap the ingester keeps in `scheduler_config`; a change is picked up at the next cycle. A
 text that does not parse keeps the previous configuration; the error is logged and recorded on
@@ -20,13 +25,13 @@ import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import structlog
 from prometheus_client import Counter, Histogram
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, insert, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -34,8 +39,10 @@ from services.scheduler.core.config import SchedulerConf, load_conf
 from services.scheduler.core.cycle import plan_cycle
 from services.scheduler.core.plan import CyclePlan
 from services.scheduler.core.snapshot import Snapshot
+from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership, LostLeadership
 from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
+from shared import failpoints
 from shared.clock import Clock
 from shared.messages import decisions as msg
 from shared.messages import subjects
@@ -65,13 +72,23 @@ class CycleLoop:
         min_gap: float = 0.0,
         on_committed: Any = lambda: None,
         conf_file: str | None = None,
+        watermark: IngestWatermark | None = None,
+        decision_window: float | None = None,
     ) -> None:
+        """`decision_window`: how long after its commit the controller may carry a decision out
+        (half of `decision_ttl` unless given). `watermark`: ingest's progress; without one,
+        decisions expire at their time-to-live by this process's clock and cycles start at once."""
         self._sessions = sessions
         self._leadership = leadership
         self._clock = clock
         self._period = period
         self._min_gap = min_gap
         self._ttl = timedelta(seconds=decision_ttl)
+        self._window = timedelta(seconds=decision_window if decision_window is not None else decision_ttl / 2)
+        if self._window >= self._ttl:
+            raise ValueError("decision_window must be shorter than decision_ttl")
+        self._watermark = watermark
+        self._gate: tuple[int | None, datetime | None] = (None, None)  # (epoch, caught up since)
         self._on_committed = on_committed
         self._conf_file = conf_file
         self._conf: SchedulerConf | None = None
@@ -89,7 +106,7 @@ class CycleLoop:
         while True:
             started = time.monotonic()
             try:
-                if await self._leadership.try_acquire_or_renew():
+                if await self._leadership.try_acquire_or_renew() and await self._caught_up():
                     await self.run_once()
             except asyncio.CancelledError:
                 raise
@@ -110,16 +127,44 @@ class CycleLoop:
                 await asyncio.sleep(rest)
             self._wake.clear()
 
+    async def _caught_up(self) -> bool:
+        """Whether ingest has caught up with what was published before this leadership began.
+
+        Probes the watermark once per cycle. A new leader (after a restart or a takeover) plans
+        on the tables ingest writes; until they hold what the cluster held when it took over,
+        bound pods would look pending and their nodes free."""
+        if self._watermark is None:
+            return True
+        epoch, since = self._gate
+        if epoch != self._leadership.epoch:
+            probed = await self._watermark.probe()
+            epoch, since = self._gate = (self._leadership.epoch, probed)
+            log.info("leading; the first cycle waits for ingest to catch up", epoch=epoch)
+        else:
+            await self._watermark.probe()
+        caught = self._watermark.caught_up_as_of
+        return caught is not None and since is not None and caught >= since
+
+    def _expire_before(self) -> datetime | None:
+        """Pending decisions created before this stop counting: past their time-to-live, and
+        ingest caught up with the cluster past that time, so a late bind has been seen."""
+        if self._watermark is None:
+            return self._clock.now() - self._ttl
+        caught = self._watermark.caught_up_as_of
+        return None if caught is None else caught - self._ttl
+
     async def run_once(self) -> CyclePlan:
         started = time.perf_counter()
+        expire_before = self._expire_before()
         async with self._sessions() as session, session.begin():
             read = await read_snapshot(
-                session, now=self._clock.now(), decision_ttl=self._ttl, memory=self.memory
+                session, now=self._clock.now(), expire_before=expire_before, memory=self.memory
             )
         conf = self._current_conf(read.conf_text)
         plan = plan_cycle(read.snapshot, conf)
         self.cycle += 1
-        await self._commit(plan, read.snapshot, read.verdicts)
+        await self._commit(plan, read.snapshot, read.verdicts, expire_before)
+        await failpoints.hit("sched.after_decide_commit")
         self._remember(plan, read.snapshot)
         self.last_plan = plan
         CYCLE_SECONDS.observe(time.perf_counter() - started)
@@ -157,7 +202,11 @@ class CycleLoop:
         )
 
     async def _commit(
-        self, plan: CyclePlan, snapshot: Snapshot, recorded: Mapping[str, tuple[str, str, str]]
+        self,
+        plan: CyclePlan,
+        snapshot: Snapshot,
+        recorded: Mapping[str, tuple[str, str, str]],
+        expire_before: datetime | None,
     ) -> None:
         gangs = {g.uid: g for g in snapshot.gangs}
         task_gang = {t.uid: g.uid for g in snapshot.gangs for t in g.tasks}
@@ -167,6 +216,15 @@ class CycleLoop:
         async with self._sessions() as session, session.begin():
             epoch = await self._leadership.fence(session)
             cycle = self.cycle
+            fenced_at = self._leadership.fenced_at
+            valid_until = fenced_at + self._window if fenced_at is not None else None
+            if expire_before is not None:
+                # The one place a decision stops counting: the snapshot just read left these out.
+                await session.execute(
+                    update(tables.Decision)
+                    .where(tables.Decision.state == "pending", tables.Decision.created_at <= expire_before)
+                    .values(state="expired")
+                )
 
             def announce(data: EventData, what: str, gang_uid: str, audit: AuditRecorded) -> None:
                 gang = gangs[gang_uid]
@@ -194,6 +252,7 @@ class CycleLoop:
                     "gang_uid": gang_uid,
                     "namespace": gang.namespace,
                     "podgroup": gang.name,
+                    "valid_until": valid_until,
                 }
 
             def audit(action: str, gang_uid: str, **extra: Any) -> AuditRecorded:

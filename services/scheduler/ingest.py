@@ -5,7 +5,8 @@ resourceVersion, so a replayed or reordered event never moves state backwards; d
 tombstone so that a late "added" cannot resurrect the object. The same transaction confirms the
 cycle's pending decisions that the cluster now shows carried out (a pod bound, an evicted pod gone,
 a PodGroup out of Pending), which releases them from the snapshot's overlay. A `KindResynced`
-marker tombstones what the watcher's relist no longer saw.
+marker tombstones what the watcher's relist no longer saw, unless a newer relist's marker was
+applied before it (`resync_markers`).
 """
 
 from __future__ import annotations
@@ -113,6 +114,19 @@ async def _confirm_decisions(session: AsyncSession, rows: list[Row]) -> None:
 async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> None:
     table = TABLE_OF_KIND.get(marker.kind)
     if table is None:
+        return
+    # Only a marker newer than every one applied before counts: an older one, redelivered after a
+    # newer relist, would tombstone the rows that relist wrote (they carry its relist id). A
+    # relist at the same resourceVersion saw no deletion, so it has nothing to tombstone either.
+    record = insert(tables.ResyncMarker).values(
+        kind=marker.kind, relist_id=marker.relist_id, resource_version=marker.resource_version
+    )
+    record = record.on_conflict_do_update(
+        index_elements=["kind"],
+        set_={"relist_id": record.excluded.relist_id, "resource_version": record.excluded.resource_version},
+        where=tables.ResyncMarker.resource_version < record.excluded.resource_version,
+    )
+    if (await session.execute(record.returning(tables.ResyncMarker.kind))).first() is None:
         return
     columns: Any = table.__table__.c
     await session.execute(

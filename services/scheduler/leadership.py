@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import datetime
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -32,6 +33,9 @@ class Leadership:
         self.holder = holder
         self._lease = lease_seconds
         self.epoch: int | None = None
+        # The database's clock at the last fence: decisions say by when, on that clock, they
+        # may be carried out (valid_until), so no two hosts' clocks are compared.
+        self.fenced_at: datetime | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -70,7 +74,7 @@ class Leadership:
         row = (
             await session.execute(
                 text(
-                    "SELECT epoch FROM scheduler_leader "
+                    "SELECT epoch, now() FROM scheduler_leader "
                     "WHERE id = 1 AND holder = :holder AND epoch = :epoch AND expires_at > now() "
                     "FOR SHARE"
                 ),
@@ -80,6 +84,7 @@ class Leadership:
         if row is None:
             self.epoch = None
             raise LostLeadership("the lease was taken over or expired")
+        self.fenced_at = row[1]
         return int(row[0])
 
     async def release(self) -> None:

@@ -18,7 +18,16 @@ class SchedulerSettings(ServiceSettings):
     )
     lease_seconds: float = Field(10.0, gt=1, description="Leadership lease; a standby takes over after.")
     decision_ttl_seconds: float = Field(
-        30.0, gt=0, description="How long an unconfirmed decision keeps its resources booked."
+        30.0,
+        gt=0,
+        description="How long an unconfirmed decision keeps its resources booked (longer while "
+        "ingest lags the cluster).",
+    )
+    decision_window_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="How long after its commit the controller may carry a decision out; "
+        "half of decision_ttl_seconds unless set, and always shorter.",
     )
     scheduler_names: list[str] = Field(["volcano"], description="Pods with these schedulerNames are ours.")
     conf_file: str | None = Field(

@@ -1,10 +1,11 @@
 """Shell: read one consistent snapshot from PostgreSQL into the core's dataclasses.
 
 One REPEATABLE READ, READ ONLY transaction reads every table the cycle needs, so the picture is
-consistent even while the ingester writes. Pending decisions not older than their time-to-live are
+consistent even while the ingester writes. Pending decisions created after `expire_before` are
 overlaid: a bind decision makes its pod Bound on its node, an eviction makes it Releasing, an
 enqueue makes its gang Inqueue. So what a previous cycle decided counts as allocated until the
-cluster confirms it, and nothing is booked twice.
+cluster confirms it, or until the cycle loop expires it (when ingest has caught up past its
+time-to-live, and the controller no longer carries it out), and nothing is booked twice.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar, cast
 
@@ -84,8 +85,9 @@ class ReadResult:
 
 
 async def read_snapshot(
-    session: AsyncSession, *, now: datetime, decision_ttl: timedelta, memory: ShellMemory
+    session: AsyncSession, *, now: datetime, expire_before: datetime | None, memory: ShellMemory
 ) -> ReadResult:
+    """`expire_before`: pending decisions created before it no longer count (None: all count)."""
     await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
     # Plain rows from Core selects, not ORM instances: building and tracking an instance per pod
     # was most of a cycle's cost on a large cluster.
@@ -109,13 +111,13 @@ async def read_snapshot(
     live_nodes = (node.c.deleted.is_(False),)
     node_rows = (await session.execute(select(node.c.name, node.c.resource_version).where(*live_nodes))).all()
     node_details = await _changed_rows(session, node, node.c.name, live_nodes, node_rows, "nodes", memory)
-    decision_rows = (
-        await session.execute(
-            select(
-                tables.Decision.kind, tables.Decision.gang_uid, tables.Decision.pod_uid, tables.Decision.node
-            ).where(tables.Decision.state == "pending", tables.Decision.created_at > now - decision_ttl)
-        )
-    ).all()
+    decision = tables.Decision
+    counted = select(decision.kind, decision.gang_uid, decision.pod_uid, decision.node).where(
+        decision.state == "pending"
+    )
+    if expire_before is not None:
+        counted = counted.where(decision.created_at > expire_before)
+    decision_rows = (await session.execute(counted)).all()
     conf_row = (
         await session.execute(
             select(tables.SchedulerConfig.conf).where(tables.SchedulerConfig.deleted.is_(False))

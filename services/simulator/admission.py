@@ -4,7 +4,9 @@ The request handlers call `mutate` before the store's own validation and `valida
 Webhooks come from the configuration objects in the store (`webhook_rules` picks them); each
 is POSTed an AdmissionReview over TLS checked against its caBundle, within its timeoutSeconds.
 A denial becomes the apiserver's error (`admission webhook "x" denied the request: ...`); a
-failure to call becomes a 500 under failurePolicy Fail and is ignored under Ignore.
+failure to call becomes a 500 under failurePolicy Fail and is ignored under Ignore. A call whose
+kept-alive connection the webhook closed under it is sent again on a new connection, as
+kube-apiserver retries such connection-level failures.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class WebhookCallError(Exception):
 
 
 KEPT_SESSIONS = 4  # webhook TLS sessions, one per CA bundle in use
+WEBHOOK_KEEPALIVE_SECONDS = 60  # how long an idle webhook connection is kept for reuse
+CONNECTION_RETRIES = 2  # calls sent again after the connection was lost under them
 
 
 class Admission:
@@ -115,21 +119,32 @@ class Admission:
         config = webhook.client_config
         url, server_name = _target(config)
         session = self._client(config.get("caBundle") or "")
-        try:
-            async with session.post(
-                url,
-                data=orjson.dumps(review),
-                headers={"Content-Type": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=webhook.timeout_seconds),
-                server_hostname=server_name,
-            ) as answer:
-                status, content = answer.status, await answer.read()
-        except TimeoutError:
-            raise WebhookCallError(
-                f'failed to call webhook: Post "{url}": context deadline exceeded'
-            ) from None
-        except (aiohttp.ClientError, ssl.SSLError, OSError) as error:
-            raise WebhookCallError(f'failed to call webhook: Post "{url}": {error}') from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + webhook.timeout_seconds
+        for attempt in range(CONNECTION_RETRIES + 1):
+            try:
+                async with session.post(
+                    url,
+                    data=orjson.dumps(review),
+                    headers={"Content-Type": "application/json"},
+                    timeout=aiohttp.ClientTimeout(
+                        total=max(deadline - asyncio.get_running_loop().time(), 0.01)
+                    ),
+                    server_hostname=server_name,
+                ) as answer:
+                    status, content = answer.status, await answer.read()
+                break
+            except TimeoutError:
+                raise WebhookCallError(
+                    f'failed to call webhook: Post "{url}": context deadline exceeded'
+                ) from None
+            except (aiohttp.ClientError, ssl.SSLError, OSError) as error:
+                # Like kube-apiserver: a kept-alive connection that the webhook closed just as it
+                # was reused (reset, disconnected) is a connection-level failure, retried on a
+                # new connection within the same timeout; a refusal to connect is not.
+                if attempt < CONNECTION_RETRIES and _connection_lost(error):
+                    continue
+                raise WebhookCallError(f'failed to call webhook: Post "{url}": {error}') from None
         if status != 200:
             raise WebhookCallError(f"received invalid webhook response code {status}")
         try:
@@ -151,7 +166,9 @@ class Admission:
                 context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
             else:
                 context = ssl.create_default_context()
-            connector = aiohttp.TCPConnector(ssl=context, limit=256, keepalive_timeout=60)
+            connector = aiohttp.TCPConnector(
+                ssl=context, limit=256, keepalive_timeout=WEBHOOK_KEEPALIVE_SECONDS
+            )
             session = self._clients[ca_bundle] = aiohttp.ClientSession(connector=connector, trust_env=False)
             # A webhook that rotates its CA publishes a new bundle each time; the sessions of
             # bundles no longer published are closed rather than kept forever.
@@ -161,6 +178,12 @@ class Admission:
                 self._closing.add(task := asyncio.get_running_loop().create_task(retired.close()))
                 task.add_done_callback(self._closing.discard)
         return session
+
+
+def _connection_lost(error: BaseException) -> bool:
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return False  # never connected: nothing was lost
+    return isinstance(error, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, ConnectionResetError))
 
 
 def _target(config: Mapping[str, Any]) -> tuple[str, str | None]:

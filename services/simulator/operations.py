@@ -171,6 +171,9 @@ class Operations:
                 [errors.FieldCause("FieldValueRequired", "Required value", "target.name")],
             )
         pod = self._store.get(PODS, namespace, binding_name)
+        # As kube-apiserver does: a Binding that names a uid binds only the pod of that uid, so a
+        # stale decision cannot bind a newer pod that reuses the name.
+        _check_uid(pod, (binding.get("metadata") or {}).get("uid"), "pods/binding")
         if pod["spec"].get("nodeName"):
             raise errors.conflict(
                 "pods/binding",
@@ -200,8 +203,10 @@ class Operations:
         """pods/eviction: with no disruption budgets to consult, an eviction deletes the pod."""
         pod = self._store.get(PODS, namespace, name)
         body = eviction if isinstance(eviction, dict) else {}
+        preconditions = (body.get("deleteOptions") or {}).get("preconditions") or {}
+        _check_uid(pod, preconditions.get("uid"), "pods/eviction")
         await self._admission.validate(self._attributes("CREATE", PODS, "eviction", body, None, pod))
-        self._store.delete(PODS, namespace, name)
+        self._store.delete(PODS, namespace, name, uid=preconditions.get("uid"))
         return success_status(201)
 
     # -- helpers ---------------------------------------------------------------------------
@@ -235,3 +240,15 @@ class Operations:
             raise errors.internal("a mutating webhook returned a patch that does not yield an object")
         mutated["apiVersion"], mutated["kind"] = kind.api_version, kind.kind
         return mutated
+
+
+def _check_uid(obj: dict[str, Any], wanted: Any, resource: str) -> None:
+    """409 Conflict when a uid precondition names another object than the one of that name."""
+    held = obj["metadata"]["uid"]
+    if wanted and wanted != held:
+        raise errors.conflict(
+            resource,
+            "",
+            obj["metadata"]["name"],
+            f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {held}",
+        )

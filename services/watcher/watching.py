@@ -26,6 +26,7 @@ from prometheus_client import Counter, Gauge
 from services.watcher import translate
 from services.watcher.kinds import WatchedKind
 from services.watcher.translate import Message
+from shared import failpoints
 from shared.bus.nats import Bus
 from shared.kube.client import ApiError, request, stream_lines
 from shared.messages import subjects
@@ -74,6 +75,7 @@ class KindWatcher:
         while True:
             try:
                 version = await self._relist()
+                await failpoints.hit("watcher.after_publish_before_watch")
                 self.synced.set()
                 self.failures, self.last_error = 0, ""
                 BROKEN.labels(self._kind.kind).set(0)

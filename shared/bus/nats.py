@@ -1,11 +1,13 @@
 """JetStream adapter: streams, publishing with Nats-Msg-Id, durable pull consumers with ack policy.
 
 Every service connects through `Bus`. `ensure_streams` creates the streams idempotently at start.
-`publish` sets `Nats-Msg-Id` to the event id, so JetStream drops a duplicate inside its window; the
-consumer's idempotency remains the real guarantee. `consume` runs a durable pull consumer: messages
-of one subject (one object) are handled in order, different subjects concurrently; success acks,
-`TemporaryError` naks with its delay, `PermanentError` or an undecodable message goes to the
-dead-letter subject with the reason, and anything else naks with back-off until `max_deliver`.
+Every stream has age and size limits and discards its oldest messages at them (AUDIT by its own
+settings; CLUSTER, JOBS and DECISIONS also keep a bounded number per object). `publish` sets
+`Nats-Msg-Id` to the event id, so JetStream drops a duplicate inside its window; the consumer's
+idempotency remains the real guarantee. `consume` runs a durable pull consumer: messages
+of one subject (one object) are handled in order, in a lane of their own, different subjects
+concurrently; delivery.py says how one message is handled, retried in place (so order holds) and
+dead-lettered. Messages waiting in a lane are kept alive with in-progress acknowledgements.
 """
 
 from __future__ import annotations
@@ -32,21 +34,19 @@ from nats.js.api import (
     StreamConfig,
 )
 from nats.js.errors import BadRequestError, NotFoundError
-from pydantic import ValidationError
 
 from shared.bus.credentials import connect_options
+from shared.bus.delivery import MSG_ID, Delivery
 from shared.config import NatsSettings
-from shared.domain.errors import PermanentError, TemporaryError
 from shared.messages import catalog as _catalog  # noqa: F401  (registers every event type)
 from shared.messages import subjects
-from shared.messages.envelope import CloudEvent, UnknownEventType, decode
+from shared.messages.envelope import CloudEvent, decode
 
 log = structlog.get_logger()
 
 Handler = Callable[[CloudEvent[Any]], Awaitable[None]]
 BatchHandler = Callable[[list[CloudEvent[Any]]], Awaitable[None]]
 
-MSG_ID = "Nats-Msg-Id"
 DEFAULT_BACKOFF = (0.2, 1.0, 5.0, 15.0, 30.0)
 
 
@@ -61,6 +61,9 @@ class ConsumerSpec:
     backoff: Sequence[float] = DEFAULT_BACKOFF
     batch: int = 256
     ack_wait: float = 30.0
+    # A handler still running after this is cancelled and retried (and, at the limit, recorded).
+    # Its message is kept alive meanwhile, so this may exceed ack_wait.
+    handler_timeout: float = 120.0
     deliver_new_only: bool = False
     # Messages fetched and not yet finished. Fetching goes on while fewer are in flight, so a
     # handler that waits (on a lock, on the API) holds back its own object's messages only.
@@ -107,7 +110,8 @@ class Pipeline:
 class Bus:
     """One NATS connection and its JetStream context, shared by a service's publishers and consumers."""
 
-    def __init__(self, nc: Client, js: JetStreamContext, settings: NatsSettings) -> None:
+    def __init__(self, nc: Client, js: JetStreamContext, settings: NatsSettings, *, name: str = "") -> None:
+        self.service = name.removeprefix("phalanx-")
         self.nc = nc
         self.js = js
         self.settings = settings
@@ -124,7 +128,7 @@ class Bus:
             reconnect_time_wait=0.5,
             connect_timeout=5,
         )
-        return cls(nc, nc.jetstream(timeout=10), settings)
+        return cls(nc, nc.jetstream(timeout=10), settings, name=name)
 
     async def close(self) -> None:
         self._stopping.set()
@@ -157,6 +161,13 @@ class Bus:
             if name == subjects.AUDIT_STREAM:
                 config.max_age = self.settings.audit_max_age_hours * 3600
                 config.max_bytes = self.settings.audit_max_bytes
+            else:
+                # Every relist republishes the whole cluster; the newest messages of each object
+                # are what level-triggered consumers need.
+                config.max_age = self.settings.stream_max_age_hours * 3600
+                config.max_bytes = self.settings.stream_max_bytes
+                if name != subjects.DEADLETTER_STREAM:  # one subject per consumer there
+                    config.max_msgs_per_subject = self.settings.max_msgs_per_object
             try:
                 await self.js.add_stream(config)
             except BadRequestError:
@@ -226,9 +237,9 @@ class Bus:
             durable_name=spec.durable,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=spec.ack_wait,
-            # JetStream's own redelivery limit sits above ours so that we, not the server, decide
-            # when a message is dead-lettered (and with which reason).
-            max_deliver=spec.max_deliver + 2,
+            # No server-side limit: the server would drop a message silently at its limit, so
+            # we decide when a message is dead-lettered, and record why (delivery.py).
+            max_deliver=-1,
             deliver_policy=DeliverPolicy.NEW if spec.deliver_new_only else DeliverPolicy.ALL,
             max_ack_pending=max(spec.batch * 4, 1024),
         )
@@ -251,63 +262,71 @@ class Bus:
         subscription = await self._subscribe(spec)
         slots = asyncio.Semaphore(spec.in_flight)
         lanes: dict[str, deque[Msg]] = {}
-        while not self._stopping.is_set():
-            try:
-                batch = await subscription.fetch(spec.batch, timeout=1.0)
-            except (TimeoutError, nats.errors.TimeoutError):
-                continue
-            except Exception as error:  # reconnecting: keep the loop alive
-                if self._stopping.is_set():
-                    return
-                log.warning("fetch failed", durable=spec.durable, error=str(error))
-                await asyncio.sleep(0.5)
-                continue
-            if batch_handler is not None and await self._handle_batch(batch_handler, batch, stats):
-                continue
-            # One object's messages (one subject) run in order, in a lane of their own; different
-            # objects run concurrently, and the next fetch does not wait for this batch to finish.
-            for msg in batch:
-                await slots.acquire()
-                lane = lanes.get(msg.subject)
-                if lane is not None:
-                    lane.append(msg)
+        delivery = Delivery(self.js, spec, handler, stats, service=self.service)
+        keeper = asyncio.create_task(self._keep_alive(spec, lanes))
+        try:
+            while not self._stopping.is_set():
+                try:
+                    batch = await subscription.fetch(spec.batch, timeout=1.0)
+                except (TimeoutError, nats.errors.TimeoutError):
                     continue
-                lanes[msg.subject] = deque([msg])
-                task = asyncio.create_task(self._run_lane(spec, handler, msg.subject, lanes, stats, slots))
-                self._lanes.add(task)
-                task.add_done_callback(self._lanes.discard)
+                except Exception as error:  # reconnecting: keep the loop alive
+                    if self._stopping.is_set():
+                        return
+                    log.warning("fetch failed", durable=spec.durable, error=str(error))
+                    await asyncio.sleep(0.5)
+                    continue
+                if batch_handler is not None and await self._handle_batch(spec, batch_handler, batch, stats):
+                    continue
+                # One object's messages (one subject) run in order, in a lane of their own; different
+                # objects run concurrently, and the next fetch does not wait for this batch to finish.
+                for msg in batch:
+                    await slots.acquire()
+                    lane = lanes.get(msg.subject)
+                    if lane is not None:
+                        lane.append(msg)
+                        continue
+                    lanes[msg.subject] = deque([msg])
+                    task = asyncio.create_task(self._run_lane(delivery, msg.subject, lanes, slots))
+                    self._lanes.add(task)
+                    task.add_done_callback(self._lanes.discard)
+        finally:
+            keeper.cancel()
+
+    @staticmethod
+    async def _keep_alive(spec: ConsumerSpec, lanes: dict[str, deque[Msg]]) -> None:
+        """Tell the server that messages waiting in a lane (behind a slow or retried one) are
+        still being worked on, so it does not redeliver them meanwhile."""
+        while True:
+            await asyncio.sleep(spec.ack_wait / 3)
+            for lane in list(lanes.values()):
+                for msg in list(lane):
+                    with contextlib.suppress(Exception):
+                        await msg.in_progress()
 
     async def _run_lane(
-        self,
-        spec: ConsumerSpec,
-        handler: Handler,
-        subject: str,
-        lanes: dict[str, deque[Msg]],
-        stats: ConsumerStats,
-        slots: asyncio.Semaphore,
+        self, delivery: Delivery, subject: str, lanes: dict[str, deque[Msg]], slots: asyncio.Semaphore
     ) -> None:
         lane = lanes[subject]
-        put_back = False
         try:
             while lane:
-                msg = lane[0]  # stays queued while handled, so later arrivals line up behind it
+                # The head stays queued while handled (and retried), so later arrivals line up
+                # behind it and the object's order holds.
                 try:
-                    if put_back:
-                        # Keep the object's order: what follows a retried message waits for it.
-                        await msg.nak(delay=0.05)
-                    else:
-                        put_back = not await self._handle_one(spec, handler, msg, stats)
+                    await delivery.handle(lane[0])
                 finally:
                     lane.popleft()
                     slots.release()
         finally:
             del lanes[subject]
 
-    async def _handle_batch(self, handler: BatchHandler, batch: list[Msg], stats: ConsumerStats) -> bool:
+    async def _handle_batch(
+        self, spec: ConsumerSpec, handler: BatchHandler, batch: list[Msg], stats: ConsumerStats
+    ) -> bool:
         """True when the whole batch was handled and acknowledged."""
         try:
             events = [decode(msg.data) for msg in batch]
-            await handler(events)
+            await asyncio.wait_for(handler(events), spec.handler_timeout)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -317,52 +336,3 @@ class Bus:
             await msg.ack()
         stats.handled += len(batch)
         return True
-
-    async def _handle_one(self, spec: ConsumerSpec, handler: Handler, msg: Msg, stats: ConsumerStats) -> bool:
-        """Handle one message; False when it was put back for a later retry."""
-        delivered = msg.metadata.num_delivered
-        try:
-            event = decode(msg.data)
-            await handler(event)
-        except (PermanentError, ValidationError, UnknownEventType, ValueError) as error:
-            await self._dead_letter(spec, msg, f"{type(error).__name__}: {error}", stats)
-            return True
-        except TemporaryError as error:
-            return await self._retry(spec, msg, delivered, str(error), stats, error.delay)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            log.exception("handler failed", durable=spec.durable, subject=msg.subject)
-            return await self._retry(spec, msg, delivered, f"{type(error).__name__}: {error}", stats)
-        await msg.ack()
-        stats.handled += 1
-        return True
-
-    async def _retry(
-        self,
-        spec: ConsumerSpec,
-        msg: Msg,
-        delivered: int,
-        reason: str,
-        stats: ConsumerStats,
-        delay: float | None = None,
-    ) -> bool:
-        if delivered >= spec.max_deliver:
-            await self._dead_letter(spec, msg, f"gave up after {delivered} deliveries: {reason}", stats)
-            return True
-        backoff = spec.backoff[min(delivered - 1, len(spec.backoff) - 1)]
-        await msg.nak(delay=delay if delay is not None else backoff)
-        stats.retried += 1
-        return False
-
-    async def _dead_letter(self, spec: ConsumerSpec, msg: Msg, reason: str, stats: ConsumerStats) -> None:
-        log.error("dead-lettered", durable=spec.durable, subject=msg.subject, reason=reason)
-        headers = {
-            "Phalanx-Reason": reason[:1000],
-            "Phalanx-Original-Subject": msg.subject,
-            MSG_ID: f"dlq:{spec.durable}:{msg.metadata.stream}:{msg.metadata.sequence.stream}",
-        }
-        await self.js.publish(subjects.deadletter(spec.stream, spec.durable), msg.data, headers=headers)
-        await msg.term()
-        stats.dead_lettered += 1
-        stats.errors.append(reason)

@@ -2,11 +2,14 @@
 
 Each is about one gang (PodGroup) and one cycle; the scheduler writes it to PostgreSQL and publishes
 it through its outbox in the same transaction. `epoch` is the scheduler leader's fencing token: the
-controller ignores a decision from an epoch older than one it has already acted on for that gang.
+controller carries out a decision only while its epoch is the leading scheduler's and, by the
+database's clock, before `valid_until`, after which the scheduler may stop counting it
+(services/controller/leader_check.py).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -36,6 +39,8 @@ class _GangDecision(EventData):
     gang_uid: str
     namespace: str
     podgroup: str
+    # By the database's clock; None from a scheduler older than this field (rolling upgrade).
+    valid_until: datetime | None = None
 
 
 @event_type("phalanx.decisions.gang.enqueued.v1")

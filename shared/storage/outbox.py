@@ -18,6 +18,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql import func
 
+from shared import failpoints
 from shared.bus.nats import Bus
 from shared.messages.envelope import CloudEvent
 from shared.storage.tables import _Outbox
@@ -97,6 +98,7 @@ class OutboxRelay:
             if not rows:
                 return 0
             await self._bus.publish_many([(r.subject, r.payload, r.msg_id) for r in rows])
+            await failpoints.hit("relay.after_publish_before_mark")
             await session.execute(
                 update(table).where(table.id.in_([r.id for r in rows])).values(published_at=func.now())
             )

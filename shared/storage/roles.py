@@ -1,7 +1,7 @@
 """The PostgreSQL login roles of each service, as provisioned on servers Phalanx starts itself.
 
-Migration 0004 grants each role exactly the tables migrations/README.md gives its service (and
-creates the roles NOLOGIN where nobody made them first). Here they get LOGIN and a password, and
+Migrations 0004 and 0005 grant each role exactly the tables migrations/README.md gives its service (and
+0004 creates the roles NOLOGIN where nobody made them first). Here they get LOGIN and a password, and
 the migrator role becomes the owner of the database, so that migrations run as their own role and
 own every table. On a real cluster a DBA does the same (docs/security.md).
 """

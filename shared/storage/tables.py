@@ -127,11 +127,22 @@ class SchedulerConfig(_Projected, Base):
     conf: Mapped[str] = mapped_column(Text)
 
 
+class ResyncMarker(Base):
+    """The newest relist marker (`KindResynced`) applied per kind: an older one, redelivered late,
+    must not tombstone the rows of a newer relist."""
+
+    __tablename__ = "resync_markers"
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    relist_id: Mapped[str] = mapped_column(String(64))
+    resource_version: Mapped[int] = mapped_column(BigInteger)
+
+
 # -- written by the scheduler (cycle) ------------------------------------------------------------
 
 
 class Decision(Base):
-    """What a cycle decided; `pending` until the cluster shows it done (then `confirmed`)."""
+    """What a cycle decided; `pending` until the cluster shows it done (then `confirmed`), or
+    until it stops counting, ingest having caught up past its time-to-live (then `expired`)."""
 
     __tablename__ = "decisions"
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -223,11 +234,13 @@ class AppliedCommand(Base):
 
 
 class GangFence(Base):
-    """The newest scheduler epoch the controller acted on per gang; older decisions are ignored."""
+    """The newest scheduler decision (epoch, then cycle) the controller acted on per gang; older
+    decisions are ignored."""
 
     __tablename__ = "gang_fences"
     gang_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
     epoch: Mapped[int] = mapped_column(BigInteger)
+    cycle: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
 
 
 class JobTimer(Base):
@@ -257,6 +270,7 @@ metadata = Base.metadata
 
 OWNERS: dict[str, str] = {
     "queues": "scheduler (ingest)",
+    "resync_markers": "scheduler (ingest)",
     "nodes": "scheduler (ingest)",
     "priority_classes": "scheduler (ingest)",
     "pod_groups": "scheduler (ingest)",

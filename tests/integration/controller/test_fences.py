@@ -46,3 +46,13 @@ async def test_in_decisions_fenced_together_the_newest_epoch_of_a_gang_wins(engi
     async with engine.connect() as connection:
         stored = dict((await connection.execute(text("SELECT gang_uid, epoch FROM gang_fences"))).all())
     assert stored == {"gang-a": 6, "gang-b": 1, "gang-c": 2}
+
+
+async def test_an_older_cycle_of_the_same_leader_is_stale(engine: AsyncEngine) -> None:
+    """A decision replayed late, or made before its job restarted, cannot undo a newer one."""
+    fences = DecisionFences(make_sessions(engine))
+    assert await fences.fresh("gang-a", 2, 7)
+    assert await fences.fresh("gang-a", 2, 7)  # another decision of the same cycle
+    assert not await fences.fresh("gang-a", 2, 6)
+    assert await fences.fresh("gang-a", 3, 1)  # a new leader counts its cycles afresh
+    assert not await fences.fresh("gang-a", 2, 9)

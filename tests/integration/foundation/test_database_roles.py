@@ -1,6 +1,6 @@
 """One writer per table, enforced by PostgreSQL: each service's role against the migrated schema.
 
-The grants of migration 0004 must say what migrations/README.md says: the test reads the ownership
+The grants of migrations 0004 and 0005 must say what migrations/README.md says: the test reads the ownership
 table there and checks every table against every service role, then shows the refusals a
 misbehaving (or compromised) service would meet.
 """

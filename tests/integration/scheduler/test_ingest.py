@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -152,9 +152,7 @@ async def test_hierarchy_and_task_topology_annotations_reach_the_snapshot(engine
         [changed("Queue", queue), changed("PodGroup", group)]
     )
     async with sessions() as session, session.begin():
-        read = await read_snapshot(
-            session, now=datetime.now(UTC), decision_ttl=timedelta(seconds=30), memory=ShellMemory()
-        )
+        read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=ShellMemory())
     prod = next(q for q in read.snapshot.queues if q.name == "prod")
     # only what the core reads is kept
     assert prod.annotations == {

@@ -10,10 +10,15 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from services.scheduler.app import INGEST_DURABLE, INGEST_SUBJECTS
 from services.scheduler.leadership import Leadership, LostLeadership
+from shared.bus.nats import Bus
+from shared.config import NatsSettings
+from shared.messages import subjects
 from shared.storage import tables
 from shared.storage.engine import make_sessions
 
@@ -76,6 +81,22 @@ def _scheduler(database_url: str, nats_url: str, holder: str) -> subprocess.Pope
     )
 
 
+async def _ingest_caught_up(nats_url: str) -> None:
+    """The tables are seeded directly: an ingest consumer with nothing pending says they are
+    current (a new leader waits for ingest to catch up before its first cycle)."""
+    bus = await Bus.connect(NatsSettings(url=nats_url), name="test")
+    try:
+        await bus.ensure_streams()
+        await bus.js.add_consumer(
+            subjects.CLUSTER_STREAM,
+            ConsumerConfig(
+                durable_name=INGEST_DURABLE, ack_policy=AckPolicy.EXPLICIT, filter_subjects=INGEST_SUBJECTS
+            ),
+        )
+    finally:
+        await bus.close()
+
+
 async def _seed_gangs(engine: AsyncEngine, count: int) -> None:
     async with engine.begin() as connection:
         await connection.execute(
@@ -136,6 +157,7 @@ async def test_two_scheduler_processes_never_both_commit(
     engine: AsyncEngine, database_url: str, nats_url: str
 ) -> None:
     await _seed_gangs(engine, 20)
+    await _ingest_caught_up(nats_url)
     processes = [_scheduler(database_url, nats_url, "alpha"), _scheduler(database_url, nats_url, "beta")]
     try:
 

@@ -57,7 +57,9 @@ def self_signed_certificate() -> tuple[bytes, bytes]:
 
 
 class WebhookServer:
-    """Answers /mutate (adds a label), /deny (refuses), /slow (answers after 2 s), /allow."""
+    """Answers /mutate (adds a label), /deny (refuses), /slow (answers after 2 s), /allow, over
+    keep-alive connections; /drop-reused closes a reused connection without answering, as a
+    server does whose keep-alive ran out just as the client sent on it."""
 
     def __init__(self) -> None:
         self.reviews: list[dict[str, Any]] = []
@@ -66,8 +68,15 @@ class WebhookServer:
         reviews = self.reviews
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            served = 0  # requests answered on this connection
+
             def do_POST(self) -> None:
                 review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/drop-reused" and self.served:
+                    self.close_connection = True
+                    return
+                self.served += 1
                 reviews.append({"path": self.path, **review["request"]})
                 response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": True}
                 if self.path == "/mutate":
@@ -308,3 +317,21 @@ def test_updates_are_sent_with_the_old_object(
     assert review["operation"] == "UPDATE"
     assert review["oldObject"]["spec"]["minAvailable"] == 1
     assert review["object"]["spec"]["minAvailable"] == 2
+
+
+def test_a_webhook_call_on_a_connection_the_server_closed_is_retried(
+    admission: client.AdmissionregistrationV1Api,
+    custom: client.CustomObjectsApi,
+    webhook_server: WebhookServer,
+) -> None:
+    url = webhook_server.url("/drop-reused")
+    admission.create_validating_webhook_configuration(
+        configuration(
+            "keepalive",
+            webhook("reused.test", {"url": url, "caBundle": webhook_server.ca_bundle}, failurePolicy="Fail"),
+        )
+    )
+    # The second and third creates go out on the kept-alive connection, which the webhook drops:
+    # kube-apiserver retries such a connection-level failure on a new connection, and so must we.
+    for name in ("first", "second", "third"):
+        assert create_job(custom, f"keepalive-{name}")["metadata"]["name"] == f"keepalive-{name}"

@@ -1,0 +1,112 @@
+"""Path 5 of the fault plan: the bus keeps one object's order on retry, retries handler bugs,
+bounds and records a hanging handler, and hands back a message of an unknown type; on a real
+NATS JetStream server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from shared.bus.nats import Bus, ConsumerSpec
+from shared.messages import jobs, subjects
+from shared.messages.envelope import CloudEvent, new_event
+from tests.integration.foundation.test_bus import wait_for
+
+pytestmark = pytest.mark.integration
+SUBJECT = subjects.job_event("phase", "default", "j1")
+
+
+def phase(phase: str) -> CloudEvent[jobs.JobPhaseChanged]:
+    data = jobs.JobPhaseChanged(namespace="default", name="j1", uid="uid-j1", previous=None, phase=phase)
+    return new_event(data, source="test")
+
+
+def spec(durable: str, **overrides: object) -> ConsumerSpec:
+    options: dict[str, object] = {"backoff": (0.3,), "max_deliver": 3} | overrides
+    return ConsumerSpec(subjects.JOBS_STREAM, durable, ["jobs.>"], **options)  # type: ignore[arg-type]
+
+
+async def test_a_retried_message_is_not_overtaken_by_the_next_of_its_object(bus: Bus) -> None:
+    handled: list[str] = []
+    failed_once: set[str] = set()
+
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        if event.data.phase == "Running" and "Running" not in failed_once:
+            failed_once.add("Running")
+            raise RuntimeError("the API server hiccuped")
+        handled.append(event.data.phase)
+
+    bus.consume(spec("ordered"), handle)
+    await bus.publish(SUBJECT, phase("Running"))
+    await bus.publish(SUBJECT, phase("Completed"))
+    await wait_for(lambda: len(handled) == 2)
+    assert handled == ["Running", "Completed"]
+
+
+async def test_a_handler_bug_is_retried_not_dead_lettered_at_once(bus: Bus) -> None:
+    calls = 0
+
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ValueError("a bug, or a race that the next try does not hit")
+
+    stats = bus.consume(spec("buggy"), handle)
+    await bus.publish(SUBJECT, phase("Running"))
+    await wait_for(lambda: stats.handled == 1)
+    assert stats.dead_lettered == 0
+
+
+async def test_a_hanging_handler_is_cut_off_and_dead_lettered_with_a_record(bus: Bus) -> None:
+    audit = await bus.js.subscribe("audit.controller.dead-lettered.>")
+
+    async def hang(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        await asyncio.Event().wait()
+
+    stats = bus.consume(spec("hanging", handler_timeout=0.3, max_deliver=2, backoff=(0.05,)), hang)
+    await bus.publish(SUBJECT, phase("Running"))
+    record = await audit.next_msg(timeout=15)
+    assert stats.dead_lettered == 1
+    assert "ran past 0.3 s" in stats.errors[0]
+    data = orjson.loads(record.data)["data"]
+    assert data["action"] == "dead-lettered"
+    assert "ran past" in data["reason"]
+    assert data["details"]["durable"] == "hanging"
+
+
+async def test_a_message_of_an_unknown_type_is_handed_back_before_it_is_dead_lettered(bus: Bus) -> None:
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        raise AssertionError("an unknown type never reaches the handler")
+
+    stats = bus.consume(spec("old-replica", backoff=(0.1,)), handle)
+    future = {
+        "specversion": "1.0",
+        "id": "from-a-newer-version",
+        "source": "phalanx/controller",
+        "type": "phalanx.jobs.something.new.v9",
+        "time": "2026-01-01T00:00:00Z",
+        "datacontenttype": "application/json",
+        "data": {"namespace": "default", "name": "j1"},
+    }
+    await bus.publish_raw(SUBJECT, orjson.dumps(future), msg_id="from-a-newer-version")
+    await wait_for(lambda: stats.dead_lettered == 1)
+    # Handed back twice (for a replica that knows the type) before the third delivery gave up.
+    assert stats.retried == 2
+    assert "gave up after 3 deliveries" in stats.errors[0]
+
+
+async def test_streams_are_bounded_and_relists_do_not_grow_them(bus: Bus) -> None:
+    for name in subjects.STREAM_SUBJECTS:
+        config = (await bus.js.stream_info(name)).config
+        assert config.max_age, f"{name} keeps messages for a bounded time"
+        assert (config.max_bytes or 0) > 0, f"{name} has a size cap"
+    # Each relist republishes every object under a new relist id.
+    pod = subjects.cluster_object("Pod", "default", "p-0")
+    for relist in range(100):
+        await bus.publish_raw(pod, b"{}", msg_id=f"relist-{relist}")
+    kept = (await bus.js.stream_info(subjects.CLUSTER_STREAM, subjects_filter=pod)).state.messages
+    assert kept == bus.settings.max_msgs_per_object
