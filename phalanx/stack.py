@@ -26,6 +26,7 @@ import nats
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from phalanx.progress import Silent, Steps
 from shared.infra import local, provision
 from shared.storage import migrate
 from shared.storage.tables import metadata
@@ -75,8 +76,9 @@ def up(
     nodes_file: Path | None = None,
     scheduler_conf: Path | None = None,
     simulator_args: Sequence[str] = (),
-    say: object = print,
+    steps: Steps | None = None,
 ) -> Stack:
+    steps = steps or Silent()
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if (existing := Stack.load(state_dir)) and all(local.is_alive(p.pid) for p in existing.processes):
@@ -84,12 +86,15 @@ def up(
     logs = state_dir / "logs"
     logs.mkdir(exist_ok=True)
     started_infra: list[str] = []
+    steps.step("NATS (JetStream)")
     nats = provision.provide_nats(state_dir)
+    steps.step("PostgreSQL")
     postgres = provision.provide_postgres(state_dir)
     for name, provided in (("nats", nats), ("postgres", postgres)):
         if provided.how == "local process":
             started_infra.append(name)
     _record_local_infra(state_dir, nats, postgres)
+    steps.step("the schema")
     migrate.upgrade(postgres.url)
     # The simulated cluster starts empty, so whatever the streams and tables hold from an earlier
     # run describes a cluster that no longer exists.
@@ -110,14 +115,17 @@ def up(
         infra=started_infra,
     )
     try:
+        steps.step("the simulated cluster")
         stack.processes.append(_spawn("simulator", simulator_command, {}, logs, health_port=0))
         stack.save()
         _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
         for name in SERVICES:
             stack.processes.append(_spawn_service(name, stack, logs, scheduler_conf=scheduler_conf))
         stack.save()
-        for process in stack.processes[1:]:
+        steps.step(f"the services: {', '.join(SERVICES)}", total=len(SERVICES))
+        for ready, process in enumerate(stack.processes[1:], start=1):
             _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
+            steps.count(ready)
     except BaseException:
         # A service that cannot start must not leave the others (and the servers) running.
         down(state_dir)

@@ -143,6 +143,8 @@ class GangKeeper:
         )
 
     async def _audit(self, action: str, data: Any, *, outcome: str = "done", details: dict[str, Any]) -> None:
+        podgroup = self._cache.get("PodGroup", (data.namespace, data.podgroup)) or {}
+        queue = (podgroup.get("spec") or {}).get("queue")  # for `phalanx events watch --queue`
         audit = AuditRecorded(
             service="controller",
             action=action,
@@ -151,7 +153,7 @@ class GangKeeper:
             name=data.podgroup,
             uid=data.gang_uid,
             outcome=outcome,
-            details=details,
+            details={"queue": queue, **details} if queue else details,
         )
         event = new_event(
             audit, source=SOURCE, event_id=f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}"
