@@ -146,24 +146,27 @@ def scenario_run(
 
     Uses the stack `phalanx up` runs for STATE_DIR, or starts one for the run and stops it after.
     """
+    from phalanx import progress
     from phalanx import stack as stacks
     from phalanx.scenario import ExternalStack, StackError, run_files
 
     started = None
-    if kubeconfig is None and stacks.Stack.load(state_dir.resolve()) is None:
-        state_dir = Path(tempfile.mkdtemp(prefix="phalanx-scenario-"))
-        console.print(f"no stack is running; starting one in {state_dir} ...")
-        started = stacks.up(state_dir)
-    try:
+    with progress.shown(console) as steps:
+        if kubeconfig is None and stacks.Stack.load(state_dir.resolve()) is None:
+            state_dir = Path(tempfile.mkdtemp(prefix="phalanx-scenario-"))
+            steps.say(f"no stack is running; starting one in {state_dir}")
+            started = stacks.up(state_dir, steps=steps)
         try:
-            stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
-        except StackError as error:
-            console.print(f"[red]{error}[/red]")
-            raise typer.Exit(2) from None
-        ok = run_files(files, stack).ok
-    finally:
-        if started is not None:
-            stacks.down(state_dir)
+            try:
+                stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
+            except StackError as error:
+                console.print(f"[red]{error}[/red]")
+                raise typer.Exit(2) from None
+            ok = run_files(files, stack, emit=steps.say, shown=steps).ok
+        finally:
+            if started is not None:
+                steps.step("stopping the stack")
+                stacks.down(state_dir)
     raise typer.Exit(0 if ok else 1)
 
 
@@ -247,6 +250,7 @@ def bench(
     profile: Path = typer.Option(None, "--profile", help="Write py-spy profiles of every service here."),
 ) -> None:
     """Run the whole stack against the simulator, create a scenario's load and record the figures."""
+    from phalanx import progress
     from phalanx.bench import report, runner, workloads
 
     unknown = [name for name in names if name not in workloads.SCENARIOS]
@@ -259,7 +263,9 @@ def bench(
     )
     for name in names:
         scenario = workloads.scaled(workloads.SCENARIOS[name], scale)
-        result = runner.run(scenario, settings, say=console.print)
+        console.print(f"[bold]{name}[/bold]: {scenario.measured_pods} pods on {scenario.nodes.count} nodes")
+        with progress.shown(console) as steps:
+            result = runner.run(scenario, settings, say=steps.say, steps=steps)
         path = report.write(result, out)
         console.print(report.render(result))
         console.print(f"[bold]written to {path}[/bold]")

@@ -4,7 +4,7 @@ A command moves through steps ("NATS", "PostgreSQL", "the watcher", ...) and som
 towards a total ("pods bound", "scenarios"). On a terminal that is rich's progress display: one line
 per step, a spinner while it runs, a tick and its duration once done, a bar where there is a total.
 Elsewhere (a pipe, a log, CI) it is plain lines, one per step and a count now and then, so that logs
-stay readable. The code doing the work only calls `step`, `count` and `say`.
+stay readable. The code doing the work only calls `step`, `count`, `say` and `done`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ class Steps(Protocol):
     def say(self, line: str) -> None:
         """A line for the user, printed above the progress display."""
 
+    def done(self) -> None:
+        """The current step is done, and no other begins yet."""
+
 
 class Silent:
     """Steps that show nothing: for callers that report in their own way (tests, libraries)."""
@@ -52,6 +55,9 @@ class Silent:
         return None
 
     def say(self, line: str) -> None:
+        return None
+
+    def done(self) -> None:
         return None
 
 
@@ -77,7 +83,7 @@ class _Plain:
             self._console.print(f"  {self._current[0]}: {done}{of}", highlight=False)
 
     def say(self, line: str) -> None:
-        self._console.print(line)
+        self._console.print(line, markup=False, highlight=False)
 
     def done(self) -> None:
         if self._current:
@@ -112,7 +118,7 @@ class _Rich:
             self._progress.update(self._task, completed=done, total=known, counting=True)
 
     def say(self, line: str) -> None:
-        self._progress.console.print(line)
+        self._progress.console.print(line, markup=False, highlight=False)
 
     def done(self) -> None:
         if self._task is not None:
