@@ -104,7 +104,7 @@ def up(
             time.sleep(0.5)
     finally:
         console.print("stopping ...")
-        stacks.down(state_dir)
+        console.print(f"stopped: {', '.join(stacks.down(state_dir))}")
 
 
 @app.command()

