@@ -25,6 +25,9 @@ from pathlib import Path
 from shared.infra import binaries
 
 UNPRIVILEGED_USER = "nobody"
+_AS_ROOT_ADVICE = (
+    "run it as an ordinary user, or point PHALANX_DATABASE_URL at a PostgreSQL server you run yourself"
+)
 DATABASE = "phalanx"
 
 
@@ -147,7 +150,13 @@ def start_postgres(state_dir: Path, *, port: int | None = None) -> LocalServer:
     state_dir.mkdir(parents=True, exist_ok=True)
     run_as: dict[str, object] = {}
     if as_other:
-        user = pwd.getpwnam(UNPRIVILEGED_USER)
+        try:
+            user = pwd.getpwnam(UNPRIVILEGED_USER)
+        except KeyError:
+            raise RuntimeError(
+                f"PostgreSQL does not run as root, and there is no user {UNPRIVILEGED_USER!r} to run it as; "
+                f"{_AS_ROOT_ADVICE}"
+            ) from None
         run_as = {"user": user.pw_uid, "group": user.pw_gid}
     fresh = not (data / "PG_VERSION").exists()
     if fresh:
@@ -225,7 +234,8 @@ def _initdb(bin_dir: Path, data: Path, run_as: dict[str, object]) -> None:
     if done.returncode != 0:
         who = f" as {UNPRIVILEGED_USER}" if run_as else ""
         output = (done.stderr or done.stdout).decode(errors="replace").strip()
-        raise RuntimeError(f"PostgreSQL's initdb{who} failed (exit {done.returncode}): {output}")
+        advice = f"; {_AS_ROOT_ADVICE}" if run_as else ""
+        raise RuntimeError(f"PostgreSQL's initdb{who} failed (exit {done.returncode}): {output}{advice}")
 
 
 def _wait_until_accepting(bin_dir: Path, port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
