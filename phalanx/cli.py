@@ -5,7 +5,7 @@ phalanx infra up / down / status  only NATS and PostgreSQL, as local processes
 phalanx migrate                   apply the schema to PHALANX_DATABASE_URL
 phalanx simulator                 the simulated cluster alone
 phalanx scenario run FILE...      run scenarios against the whole stack
-phalanx events watch              the audit stream, live or replayed
+phalanx events watch              the audit stream: the last hour, then live
 phalanx bench NAME...             end-to-end scheduling benchmarks (results in benchmarks/results)
 """
 
@@ -177,19 +177,31 @@ app.add_typer(events, name="events")
 @events.command("watch")
 def events_watch(
     since: str = typer.Option(
-        "1h", "--since", help="Start this far back (10m, 2h, 1d), at an ISO time, or 'now' (live only)."
+        "1h",
+        "--since",
+        metavar="WHEN",
+        help="Start this far back (10m, 2h, 1d), at an ISO time, or 'now' (live only).",
     ),
-    job: str = typer.Option(None, "--job", help="Only this job (NAME or NAMESPACE/NAME) and its PodGroup."),
-    queue: str = typer.Option(None, "--queue", help="Only the jobs and gangs of this queue, and the queue."),
+    job: str = typer.Option(
+        None, "--job", metavar="NAME", help="Only this job (NAME or NAMESPACE/NAME) and its PodGroup."
+    ),
+    queue: str = typer.Option(
+        None, "--queue", metavar="NAME", help="Only the jobs and gangs of this queue, and the queue."
+    ),
     type_: str = typer.Option(
-        None, "--type", help="Only <service>.<action> matching this glob, e.g. 'scheduler.*'."
+        None, "--type", metavar="GLOB", help="Only <service>.<action> matching this glob, e.g. 'scheduler.*'."
     ),
     as_json: bool = typer.Option(
         False, "--json", help="One CloudEvent per line, with its stream position as 'sequence'."
     ),
-    after: int = typer.Option(None, "--after", min=0, help="Start after this stream position ('sequence')."),
+    after: int = typer.Option(
+        None, "--after", min=0, metavar="SEQUENCE", help="Start after this stream position ('sequence')."
+    ),
     position_file: Path = typer.Option(
-        None, "--position-file", help="Continue where the last run with this file stopped, and record it."
+        None,
+        "--position-file",
+        metavar="FILE",
+        help="Continue where the last run with this file stopped, and record it.",
     ),
     nats_url: str = typer.Option(None, envvar="PHALANX_NATS_URL", help="Default: the stack of STATE_DIR."),
     state_dir: Path = STATE_DIR,
