@@ -38,8 +38,11 @@ pytestmark = [
 ]
 CHECKOUT = Path(__file__).resolve().parents[2]
 SECTION = "## Run it"
-# What a user's shell has from the machine; everything the project or this test run set is left out.
-MACHINE_ENV = re.compile(r"^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LC_\w+|TZ|TMPDIR|PIP_\w+|PYENV\w*)$")
+# What a user's shell has from the machine (and where set-up keeps its wheels); everything the
+# project or this test run set is left out.
+MACHINE_ENV = re.compile(
+    r"^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LC_\w+|TZ|TMPDIR|XDG_CACHE_HOME|PIP_\w+|PYENV\w*|PHALANX_WHEELS)$"
+)
 SETUP_S = 900  # a first set-up on a busy two-core machine
 JOB_S = 240
 
