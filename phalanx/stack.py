@@ -282,5 +282,8 @@ def down(state_dir: Path) -> list[str]:
             stop_processes(group)
             stopped += [p.name for p in group]
         (state_dir / "stack.json").unlink(missing_ok=True)
-    stopped += [s.name for s in local.down(state_dir)]
-    return stopped
+    servers = local.down(state_dir)
+    for server in servers:
+        # `up` starts every cluster from empty tables, so nothing in them is worth keeping.
+        local.discard_fallback_data(server)
+    return stopped + [s.name for s in servers]

@@ -17,7 +17,7 @@ import nats
 import pytest
 from sqlalchemy.engine import make_url
 
-from shared.infra import provision
+from shared.infra import local, provision
 from shared.storage import migrate
 
 TEMPLATE = "phalanx_template"
@@ -41,6 +41,8 @@ def postgres_server(infra_dir: Path) -> Iterator[str]:
     provided = provision.provide_postgres(infra_dir, env="PHALANX_TEST_DATABASE_URL")
     yield provided.url
     provided.stop()
+    if provided.server is not None:
+        local.discard_fallback_data(provided.server)
 
 
 def _with_database(url: str, database: str) -> str:

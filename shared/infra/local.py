@@ -25,6 +25,7 @@ from pathlib import Path
 from shared.infra import binaries
 
 UNPRIVILEGED_USER = "nobody"
+FALLBACK_DATA_PREFIX = "phalanx-pgdata-"
 _AS_ROOT_ADVICE = (
     "run it as an ordinary user, or point PHALANX_DATABASE_URL at a PostgreSQL server you run yourself"
 )
@@ -137,7 +138,7 @@ def _data_dir_for(state_dir: Path, as_other: bool) -> Path:
     data = state_dir / "postgres"
     if as_other and not _reachable_by_others(state_dir.resolve()):
         digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
-        data = Path(tempfile.gettempdir()) / f"phalanx-pgdata-{digest}"
+        data = Path(tempfile.gettempdir()) / f"{FALLBACK_DATA_PREFIX}{digest}"
     return data
 
 
@@ -297,6 +298,16 @@ def stop_all(servers: list[LocalServer], *, timeout: float = 15.0) -> None:
     for server in waiting:
         with contextlib.suppress(ProcessLookupError):
             os.kill(server.pid, signal.SIGKILL)
+
+
+def discard_fallback_data(server: LocalServer) -> None:
+    """Remove a stopped PostgreSQL's data folder if it had to live in the temporary folder (its
+    state folder was out of `nobody`'s reach): nothing else ever removes it, unlike the data folder
+    inside a state folder, which goes with that folder."""
+    data = Path(server.data_dir)
+    fallback = data.parent == Path(tempfile.gettempdir()) and data.name.startswith(FALLBACK_DATA_PREFIX)
+    if server.name == "postgres" and fallback and not is_alive(server.pid):
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def save(state_dir: Path, servers: list[LocalServer]) -> None:

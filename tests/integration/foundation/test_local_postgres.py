@@ -6,6 +6,7 @@ as `nobody`: neither its binaries nor its data folder may then sit where `nobody
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -63,5 +64,7 @@ async def test_postgres_starts_from_an_install_and_a_state_folder_inside_a_mode_
             await connection.close()
     finally:
         local.stop(server)
-        shutil.rmtree(server.data_dir, ignore_errors=True)
+        local.discard_fallback_data(server)
     assert not local.is_alive(server.pid)
+    left = await asyncio.to_thread(os.path.exists, server.data_dir)
+    assert not left, "the data folder outside the state folder is left behind"
