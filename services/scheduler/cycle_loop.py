@@ -255,7 +255,7 @@ class CycleLoop:
                     "valid_until": valid_until,
                 }
 
-            def audit(action: str, gang_uid: str, **extra: Any) -> AuditRecorded:
+            def audit(action: str, gang_uid: str, details: dict[str, Any], **extra: Any) -> AuditRecorded:
                 gang = gangs[gang_uid]
                 return AuditRecorded(
                     service="scheduler",
@@ -264,6 +264,8 @@ class CycleLoop:
                     namespace=gang.namespace,
                     name=gang.name,
                     uid=gang_uid,
+                    # The queue on every event, so `phalanx events watch --queue` needs no other source.
+                    details={"queue": gang.queue, **details},
                     **extra,
                 )
 
@@ -273,7 +275,7 @@ class CycleLoop:
                     msg.GangEnqueued(**base(gang_uid)),
                     "enqueued",
                     gang_uid,
-                    audit("enqueued", gang_uid, details={"queue": gangs[gang_uid].queue}),
+                    audit("enqueued", gang_uid, details={}),
                 )
             for placed in plan.binds:
                 binds = tuple(
@@ -313,7 +315,15 @@ class CycleLoop:
                         "evicted",
                         victim_uid,
                         reason=evictions[0].reason,
-                        details={"pods": [e.name for e in evictions], "preemptor": preemptor},
+                        details={
+                            "pods": [e.name for e in evictions],
+                            "preemptor": preemptor,
+                            "preemptor_name": (
+                                f"{gangs[preemptor].namespace}/{gangs[preemptor].name}"
+                                if preemptor in gangs
+                                else None
+                            ),
+                        },
                     ),
                 )
                 EVICTED_PODS.inc(len(items))

