@@ -4,7 +4,7 @@ snapshot: a PodGroup from another namespace that got past admission is never enq
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -59,9 +59,7 @@ async def test_a_podgroup_that_slipped_past_admission_is_never_enqueued(engine: 
         ]
     )
     async with sessions() as session, session.begin():
-        read = await read_snapshot(
-            session, now=datetime.now(UTC), decision_ttl=timedelta(seconds=30), memory=ShellMemory()
-        )
+        read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=ShellMemory())
     [team] = [q for q in read.snapshot.queues if q.name == "team"]
     assert team.annotations == {ALLOWED_NAMESPACES: "team-a"}
     plan = plan_cycle(read.snapshot, DEFAULT_CONF)
