@@ -47,3 +47,7 @@ register(vcctl)
 def main() -> None:
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     vcctl(prog_name="vcctl")
+
+
+if __name__ == "__main__":
+    main()

@@ -41,6 +41,7 @@ class QueueFacts:
     deserved: Amounts | None  # proportion's share; None when the plugin is off
     share: float
     guarantee: Amounts = field(default_factory=dict)
+    real_capability: Amounts = field(default_factory=dict)  # capability, capped by the cluster's size
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Facts:
-    job: str  # namespace/name
+    job: str  # what is explained: "Job default/x" or "PodGroup default/x"
     job_phase: str
     condition: Verdict | None = None  # the PodGroup's Unschedulable condition
     recorded: Verdict | None = None  # the scheduler's row in gang_verdicts
@@ -117,7 +118,7 @@ def predicates(fit_errors: str) -> tuple[int, list[tuple[int, str]]]:
 
 def _capability_blocker(queue: QueueFacts, need: Amounts) -> Blocker | None:
     short = {}
-    for name, limit in queue.capability.items():
+    for name, limit in (queue.real_capability or queue.capability).items():
         used = queue.allocated.get(name, 0) + queue.admitted.get(name, 0)
         wanted = need.get(name, 0)
         if wanted and used + wanted > limit:
@@ -125,7 +126,8 @@ def _capability_blocker(queue: QueueFacts, need: Amounts) -> Blocker | None:
     if not short:
         return None
     says = "; ".join(
-        f"{name} used {amount(name, used)}/{amount(name, limit)} (capability), the job needs "
+        f"{name} used {amount(name, used)}/{amount(name, limit)} "
+        f"({'capability' if name in queue.capability else 'all the cluster can give it'}), the job needs "
         f"{amount(name, need[name])}"
         for name, (used, limit, _) in sorted(short.items())
     )
@@ -167,8 +169,8 @@ def _node_blocker(facts: Facts, fit_errors: str) -> Blocker | None:
     missing = max(0, gang.min_member - gang.placed) if gang else 0
     request = amounts(gang.task_request) if gang else "its request"
     if gang and facts.nodes_could_hold == 0:
-        fix = f"waits for a node that can hold {request}: none of the {facts.nodes_total} nodes is so large"
-        fix += " (add one, or ask for less per pod)"
+        fix = f"waits for {missing} node(s) that can each hold {request}: none of the {facts.nodes_total}"
+        fix += " nodes is so large (add such nodes, or ask for less per pod)"
     else:
         fix = f"waits for room for {missing} more pod(s) of {request} on the nodes"
         fix += " (other pods finish, or nodes are added)"
@@ -214,9 +216,8 @@ def blockers(facts: Facts) -> list[Blocker]:
             )
         )
     if queue is not None and gang is not None:
-        found.extend(
-            b for b in (_capability_blocker(queue, gang.need), _share_blocker(queue)) if b is not None
-        )
+        share = _share_blocker(queue) if "QueueOverused" in reasons else None
+        found.extend(b for b in (_capability_blocker(queue, gang.need), share) if b is not None)
     fit_errors = next((v.fit_errors for v in (facts.dry_run, facts.recorded) if v and v.fit_errors), "")
     if not fit_errors and facts.condition is not None:
         fit_errors = facts.condition.message  # "... Origin reason is <task>: 0/4 nodes are unavailable: ..."
@@ -234,7 +235,7 @@ def _when(moment: datetime | None) -> str:
 
 
 def render(facts: Facts) -> str:
-    lines = [f"Job {facts.job}: {facts.job_phase or 'Pending'}"]
+    lines = [f"{facts.job}: {facts.job_phase or 'Pending'}"]
     verdict = facts.condition or facts.recorded or facts.dry_run
     found = blockers(facts)
     if verdict is None and not found:
@@ -290,7 +291,10 @@ def render_queue(
         over = [n for n, d in queue.deserved.items() if d and queue.allocated.get(n, 0) >= d]
         if over:
             names = ", ".join(sorted(over))
-            lines.append(f"  at or over its deserved share in {names}: new work waits for its jobs to finish")
+            lines.append(
+                f"  allocated has reached its deserved share in {names}"
+                " (deserved grows with what its gangs ask for, up to its weight's part of the cluster)"
+            )
     if waiting:
         lines += ["", "Waiting gangs:"] + [
             f"  {ns}/{name}  {reason}: {message}" for ns, name, reason, message in waiting

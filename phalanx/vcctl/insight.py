@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +40,12 @@ from shared.storage import tables
 
 DECISION_TTL = timedelta(seconds=30)  # the scheduler's default: unconfirmed decisions still count
 HISTORY_LIMIT = 20
+_GROUP_OF_JOB = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _job_name(group: str) -> str:
+    """A Volcano Job's PodGroup is `<job>-<job uid>`: people know the job by its name."""
+    return _GROUP_OF_JOB.sub("", group)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,7 @@ def queue_facts(state: CycleState, queue: QueueView, share: float) -> explain.Qu
         deserved=deserved,
         share=share,
         guarantee=_named(state, queue.guarantee),
+        real_capability=_named(state, queue.real_capability, limited_only=True),
     )
 
 
@@ -139,7 +147,9 @@ def _view(
         return None, (), 0
     facts = _gang_facts(state, gang)
     ahead = tuple(
-        explain.Ahead(g.info.namespace, g.info.name, g.info.priority, g.phase, _named(state, g.alloc))
+        explain.Ahead(
+            g.info.namespace, _job_name(g.info.name), g.info.priority, g.phase, _named(state, g.alloc)
+        )
         for g in sorted(state.gangs, key=lambda g: (-g.info.priority, g.info.created))
         if g is not gang and g.info.queue == gang.info.queue and g.info.priority > gang.info.priority
     )

@@ -229,5 +229,13 @@ def connect(kubeconfig: str | None, master: str | None = None) -> Cluster:
             ) from None
     if master:
         settings.host = master
+        refresh = settings.refresh_api_key_hook
+        if refresh is not None:  # it reloads the kubeconfig (host included) before each request
+
+            def keep_master(configuration: client.Configuration) -> None:
+                refresh(configuration)
+                configuration.host = master
+
+            settings.refresh_api_key_hook = keep_master
     settings.retries = 1  # a missing cluster should fail in a second, not after urllib3's retries
     return Cluster(client.ApiClient(settings), settings.host)

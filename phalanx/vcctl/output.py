@@ -94,7 +94,7 @@ def job_table(jobs: list[Json], *, all_namespaces: bool, wide: bool = False) -> 
         widths.insert(0, ns_width)
         header.insert(0, "Namespace")
     extra = ("Queue", "Scheduler") if wide else ()
-    lines = [_row(header, widths) + "".join(f"{c:<12}" for c in extra)]
+    lines = [_row(header, widths) + "".join(f"  {c:<12}" for c in extra)]
     for job in jobs:
         cells = job_cells(job)
         if all_namespaces:
@@ -102,7 +102,7 @@ def job_table(jobs: list[Json], *, all_namespaces: bool, wide: bool = False) -> 
         line = _row(cells, widths)
         if wide:
             spec = job.get("spec", {})
-            line += f"{spec.get('queue', 'default'):<12}{spec.get('schedulerName', ''):<12}"
+            line += f"  {spec.get('queue', 'default'):<12}  {spec.get('schedulerName', ''):<12}"
         lines.append(line)
     return "\n".join(line.rstrip() if wide else line for line in lines)
 
@@ -133,11 +133,11 @@ def _capability(queue: Json) -> str:
 
 def queue_table(queues: list[Json], counts: dict[str, Counter[str]], *, wide: bool = False) -> str:
     widths = [25] + [8] * 7
-    header = _row(QUEUE_COLUMNS, widths) + ("Capability" if wide else "")
+    header = _row(QUEUE_COLUMNS, widths) + ("  Capability" if wide else "")
     lines = [header]
     for queue in queues:
         line = _row(_queue_cells(queue, counts.get(queue["metadata"]["name"], Counter())), widths)
-        lines.append(line + (_capability(queue) if wide else ""))
+        lines.append(line + (f"  {_capability(queue)}" if wide else ""))
     return "\n".join(lines)
 
 

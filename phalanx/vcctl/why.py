@@ -81,9 +81,13 @@ def job_why(
     name = pick_name(name, job_name, "job name is mandatory to explain a particular job", "--name or -N")
     cluster = kube.connect(kubeconfig, master)
     job, group = _find_group(cluster, namespace, name)
-    phase = ((job or {}).get("status") or {}).get("state", {}).get("phase") or (
-        f"PodGroup {((group or {}).get('status') or {}).get('phase', 'Pending')}"
-    )
+    if job is not None:
+        label, phase = (
+            f"Job {namespace}/{name}",
+            ((job.get("status") or {}).get("state") or {}).get("phase", ""),
+        )
+    else:
+        label, phase = f"PodGroup {namespace}/{name}", ((group or {}).get("status") or {}).get("phase", "")
     group_name = group["metadata"]["name"] if group else None
     where = insight.endpoints(state_dir, database_url, nats_url)
     notes: list[str] = []
@@ -108,7 +112,7 @@ def job_why(
             notes.append(f"the audit stream could not be read: {error}")
     assert view is None or isinstance(view, insight.SchedulerView)
     facts = explain.Facts(
-        job=f"{namespace}/{name}",
+        job=label,
         job_phase=phase,
         condition=_condition(group),
         recorded=view.recorded if view else None,
