@@ -273,7 +273,11 @@ def render_queue(
     queue: QueueFacts, phases: Mapping[str, int], waiting: list[tuple[str, str, str, str]]
 ) -> str:
     """`queue why`: the queue's limits and share as the scheduler sees them, and who waits in it."""
-    deserved = amounts(queue.deserved) if queue.deserved is not None else "(proportion is off: no fair share)"
+    deserved = (
+        amounts(queue.deserved)
+        if queue.deserved is not None
+        else "none (no gang in it, or proportion is off)"
+    )
     lines = [
         f"Queue {queue.name}: {queue.state}, weight {queue.weight}",
         f"  capability  {amounts(queue.capability) if queue.capability else 'unlimited'}",

@@ -252,15 +252,16 @@ async def _read_waiting(
 ) -> tuple[explain.QueueFacts | None, list[tuple[str, str, str, str]]]:
     view = await _read_scheduler(session, "", None, conf_text)
     facts = next((q for q in view.queues if q.name == queue), None)
-    verdict = tables.GangVerdict
+    verdict, group = tables.GangVerdict, tables.PodGroup
     rows = (
         await session.execute(
             select(verdict.namespace, verdict.name, verdict.reason, verdict.message)
-            .where(verdict.queue == queue)
+            .join(group, group.uid == verdict.gang_uid)  # a deleted gang's last verdict stays behind
+            .where(verdict.queue == queue, group.deleted.is_(False), group.phase != "Completed")
             .order_by(verdict.updated_at)
         )
     ).all()
-    return facts, [tuple(row) for row in rows]  # type: ignore[misc]
+    return facts, [(ns, _job_name(name), reason, message) for ns, name, reason, message in rows]
 
 
 async def read_waiting(
