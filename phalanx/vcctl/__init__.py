@@ -6,11 +6,14 @@ working; suspend, resume, open and close go through bus.volcano.sh Commands, whi
 carries out. `job why` and `queue why` also read the scheduler's tables (read-only) and the audit
 stream to explain a wait.
 
-kube     the API client, Volcano's objects and errors a user can act on (exit codes)
+kube     the API client, Volcano's objects, Commands, and errors a user can act on (exit codes)
+common   the flags every command shares, and how a failure is printed
 output   vcctl's tables, and -o json|yaml|wide
-jobs     job run / list / view / suspend / resume / delete / why
-queues   queue create / list / get / operate / delete / why
-explain  the pure part of `why`: plain data in, sentences out
+views    `job view`'s text
+jobs     job run / list / view / suspend / resume / delete
+queues   queue create / list / get / operate / delete
+why      job why / queue why
+explain  the pure part of `why`: plain facts in, sentences out
 insight  what `why` reads besides the API: PostgreSQL (read-only) and the audit stream
-app      the `vcctl` Typer app, and `register` for `phalanx`
+app      the `vcctl` Typer app, and `register`, which adds the same commands to `phalanx`
 """

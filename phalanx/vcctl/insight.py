@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import nats
 import orjson
@@ -234,13 +235,28 @@ async def read_history(
                     if document.get("time")
                     else None
                 )
-                words = [str(data.get(k)) for k in ("outcome", "reason", "message") if data.get(k)]
-                found.append((when, f"{data.get('service')}.{data.get('action')}", "  ".join(words)))
+                found.append((when, f"{data.get('service')}.{data.get('action')}", _what_changed(data)))
             await subscription.unsubscribe()
     finally:
         await connection.close()
     found.sort(key=lambda item: item[0] or datetime.min.replace(tzinfo=UTC))
     return found[-HISTORY_LIMIT:]
+
+
+def _what_changed(data: dict[str, Any]) -> str:
+    """One audit event in a few words: a phase from -> to, where pods went, or the verdict."""
+    details = data.get("details") or {}
+    words = []
+    if details.get("phase"):
+        words.append(f"{details.get('previous') or 'new'} -> {details['phase']}")
+    if isinstance(details.get("pods"), dict):
+        words.append(", ".join(f"{pod} on {node}" for pod, node in sorted(details["pods"].items())))
+    elif details.get("pods"):
+        words.append(", ".join(map(str, details["pods"])))
+    if details.get("queue"):
+        words.append(f"queue {details['queue']}")
+    words += [str(data[k]) for k in ("reason", "message") if data.get(k)]
+    return "  ".join(words) or str(data.get("outcome", ""))
 
 
 def run(coroutine: object) -> object:

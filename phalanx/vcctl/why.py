@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,12 @@ def _condition(group: kube.Json | None) -> explain.Verdict | None:
             return explain.Verdict(
                 str(condition.get("reason", "")),
                 str(condition.get("message", "")),
-                explain_time(since),
+                _time(since),
             )
     return None
 
 
-def explain_time(stamp: Any) -> Any:
-    from datetime import datetime
-
+def _time(stamp: object) -> datetime | None:
     return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
 
 

@@ -7,6 +7,7 @@ kubeconfig and checks what it prints, its exit code, and its effect on the clust
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from tests.e2e.conftest import kubectl
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.timeout(300),  # a test, its waits and its clean-up, on a machine shared with others
     pytest.mark.skipif(
         shutil.which("kubectl") is None, reason="kubectl (Debian: kubernetes-client) not installed"
     ),
@@ -252,11 +254,26 @@ def test_version_and_shell_completion(stack: stacks.Stack) -> None:
     version = subprocess.run([*VCCTL, "version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0
     assert version.stdout.startswith("API Version: v1alpha1\nVersion: ")
-    completion = subprocess.run(
-        [*VCCTL, "--show-completion", "bash"], capture_output=True, text=True, timeout=60
+
+    def complete(words: str) -> list[str]:
+        """What bash's completion asks the command for (the protocol the installed script uses)."""
+        env = {**os.environ, "_VCCTL_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+        done = subprocess.run(VCCTL, capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert complete("vcctl job li") == ["list"]
+    assert complete("vcctl queue operate -a ") == ["open", "close", "update"]
+    assert complete("vcctl job list -o ") == ["json", "yaml", "wide"]
+    script = subprocess.run(
+        VCCTL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "_VCCTL_COMPLETE": "source_bash"},
     )
-    assert completion.returncode == 0
-    assert "COMPREPLY" in completion.stdout
+    assert "_vcctl_completion" in script.stdout
 
 
 # -- job why: four distinct blockers ---------------------------------------------------------
