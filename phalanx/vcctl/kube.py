@@ -15,11 +15,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import urllib3
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+if TYPE_CHECKING:  # kubernetes takes a second to import: only commands that reach a cluster pay it
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
 Json = dict[str, Any]
 
@@ -86,12 +86,17 @@ class Cluster:
     """Volcano's objects over one API client; methods return plain JSON dicts."""
 
     def __init__(self, api: client.ApiClient, address: str) -> None:
+        from kubernetes import client
+
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
         self.address = address
 
     @contextlib.contextmanager
     def _about(self, target: Target | None) -> Iterator[None]:
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
         try:
             yield
         except ApiException as error:
@@ -211,11 +216,15 @@ class Cluster:
 
 
 def _serialized(model: object) -> Json:
+    from kubernetes import client
+
     return _json(client.ApiClient().sanitize_for_serialization(model))  # type: ignore[no-untyped-call]
 
 
 def connect(kubeconfig: str | None, master: str | None = None) -> Cluster:
     """A client from the kubeconfig (vcctl's --kubeconfig/-k) and optional --master/-s address."""
+    from kubernetes import client, config
+
     path = kubeconfig or default_kubeconfig()
     settings = client.Configuration()
     try:

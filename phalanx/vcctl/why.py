@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from phalanx.vcctl import explain, insight, kube, output
+from phalanx.vcctl import explain, kube, output
 from phalanx.vcctl.common import KUBECONFIG, MASTER, NAMESPACE, fails_cleanly, pick_name
 from phalanx.vcctl.jobs import JOB_ARG, JOB_NAME, jobs
 from phalanx.vcctl.queues import QUEUE_ARG, QUEUE_NAME, queues
@@ -77,6 +77,8 @@ def job_why(
     master: str = MASTER,
 ) -> None:
     """Why a job is not running: Volcano's message, the blockers in order, what would let it start."""
+    from phalanx.vcctl import insight  # PostgreSQL, NATS and the scheduler's core: only for `why`
+
     name = pick_name(name, job_name, "job name is mandatory to explain a particular job", "--name or -N")
     cluster = kube.connect(kubeconfig, master)
     job, group = _find_group(cluster, namespace, name)
@@ -139,6 +141,8 @@ def queue_why(
     master: str = MASTER,
 ) -> None:
     """A queue's share: capability, guarantee, deserved, allocated, admitted, and who waits in it."""
+    from phalanx.vcctl import insight
+
     name = pick_name(name, queue_name, "queue name must be specified", "--name or -n")
     cluster = kube.connect(kubeconfig, master)
     queue = cluster.get_queue(name)
