@@ -119,14 +119,23 @@ def run(
             meta["name"] = name
         namespace = meta.setdefault("namespace", namespace)
         if not meta.get("name"):
-            raise kube.CliError(f"{filename}: job name cannot be left blank (set metadata.name or --name)", 2)
+            raise kube.CliError(
+                f"{filename}: job name cannot be left blank (set metadata.name or --name)", kube.EXIT_USAGE
+            )
     else:
         if not name:
             raise kube.CliError("job name cannot be left blank (pass --name/-N)", kube.EXIT_USAGE)
         body = job_from_flags(
             name, namespace, image, min_available, replicas, requests, limits, scheduler, queue
         )
-    created = kube.connect(kubeconfig, master).create_job(namespace, body)
+    try:
+        created = kube.connect(kubeconfig, master).create_job(namespace, body)
+    except kube.CliError as error:
+        queue_name = body.get("spec", {}).get("queue") or "default"
+        if "queue with state `Open`" in error.message:
+            opening = f"vcctl queue operate -n {queue_name} -a open"
+            error.message += f"\nopen the queue with `{opening}`, or pick another with --queue"
+        raise
     print(f"run job {created['metadata']['name']} successfully")
 
 

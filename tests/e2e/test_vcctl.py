@@ -240,6 +240,7 @@ def test_a_closed_queue_refuses_new_jobs_until_opened(
     assert (
         "can only submit job to queue with state `Open`, queue `team-b` status is `Closed`" in refused.stderr
     )
+    assert "open the queue with `vcctl queue operate -n team-b -a open`" in refused.stderr
     assert kubectl(stack, "get", "vcjob", "refused").returncode != 0
 
     assert vcctl(stack, "queue", "operate", "team-b", "--action", "open").returncode == 0
