@@ -7,6 +7,7 @@ phalanx simulator                 the simulated cluster alone
 phalanx scenario run FILE...      run scenarios against the whole stack
 phalanx events watch              the audit stream: the last hour, then live
 phalanx bench NAME...             end-to-end scheduling benchmarks (results in benchmarks/results)
+phalanx job|queue ...             vcctl's commands, and `job why` / `queue why` (phalanx/vcctl)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 from rich.console import Console
 
 from phalanx.help_format import hide_flag_types
+from phalanx.vcctl.app import register as register_vcctl
 from shared.infra import local
 
 hide_flag_types()
@@ -30,6 +32,7 @@ infra = typer.Typer(
     help="Local NATS (JetStream) and PostgreSQL processes, without Docker.", no_args_is_help=True
 )
 app.add_typer(infra, name="infra")
+register_vcctl(app)
 console = Console(soft_wrap=True)
 
 STATE_DIR = typer.Option(Path(".phalanx"), "--state-dir", help="Where state, logs and pids live.")
