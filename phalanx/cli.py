@@ -106,6 +106,7 @@ def up(
   cluster (simulated)  {running.simulator_url}   kubeconfig: {kubeconfig}
   NATS                 {without_user(running.nats_url)}   users: {Path(running.state_dir) / "nats-users.json"}
   PostgreSQL           {without_user(running.database_url)}
+  console (web)        {running.console_url}
   logs                 {Path(running.state_dir) / "logs"}
 
 Submit a Volcano Job and watch it:
