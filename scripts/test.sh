@@ -9,6 +9,11 @@ if ! command -v kubectl >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-
   (apt-get update -qq && apt-get install -y -qq kubernetes-client) >/dev/null 2>&1 \
     || echo "kubectl could not be installed; the kubectl tests will be skipped"
 fi
+# The console's browser tests drive Debian's Chromium through Playwright; nothing downloads a browser.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+    || echo "chromium could not be installed; the console's browser tests will be skipped"
+fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy

@@ -21,7 +21,8 @@
   }
   if (!window.EventSource) { say("live updates need EventSource"); return; }
   var source = new EventSource("/events");
-  source.addEventListener("open", function () { say("live: following the audit stream"); });
+  // What happened between rendering the page and subscribing is caught up by one refresh.
+  source.addEventListener("open", function () { say("live: following the audit stream"); refresh(); });
   source.addEventListener("error", function () { say("live updates interrupted; reconnecting…"); });
   source.addEventListener("audit", function (event) {
     var e = JSON.parse(event.data);
