@@ -239,7 +239,7 @@ def nodes_page(nodes: list[NodeView]) -> str:
         badge = "".join(f'<span class="badge">{m}</span>' for m in marks)
         cells.append(
             f'<li class="{css}" tabindex="0" title="{escape(label)}" aria-label="{escape(label)}">'
-            f'<span class="node-name">{escape(n.name)}</span>{badge}</li>'
+            f'<span class="node-name">{escape(n.name)}</span>{round(100 * n.load())}% {badge}</li>'
         )
     legend = "".join(f'<span class="cell heat-{h}" aria-hidden="true"></span>' for h in range(0, 11, 2))
     return (
