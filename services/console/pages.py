@@ -214,7 +214,10 @@ def _table(title: str, ident: str, headers: tuple[str, ...], rows: str, empty: s
 def _timeline_item(document: dict[str, Any]) -> str:
     data = document.get("data") or {}
     text = f"{data.get('service')}.{data.get('action')} {data.get('kind')} {data.get('name')}"
-    extra = " ".join(str(data[k]) for k in ("outcome", "reason", "message") if data.get(k))
+    details: dict[str, Any] = data.get("details") or {}
+    said = [str(data[k]) for k in ("outcome", "reason", "message") if data.get(k)]
+    said += [f"{k}={details[k]}" for k in ("previous", "phase", "node") if details.get(k)]
+    extra = " ".join(said)
     moment = escape(str(document.get("time", "")))
     return (
         f'<li><time datetime="{moment}">{moment[11:23]}'

@@ -38,6 +38,22 @@ class QueueView:
     running_gangs: int = 0
 
 
+def roll_up(queues: dict[str, QueueView]) -> list[QueueView]:
+    """A parent queue holds what its children hold (Volcano's hierarchy): add each up the chain."""
+    own = {name: (dict(q.allocated), q.pending_gangs, q.running_gangs) for name, q in queues.items()}
+    for name, (allocated, pending, running) in own.items():
+        seen = {name}
+        parent = queues[name].parent
+        while parent in queues and parent not in seen:  # a cycle in bad data stops here
+            seen.add(parent)
+            ancestor = queues[parent]
+            add_into(ancestor.allocated, allocated)
+            ancestor.pending_gangs += pending
+            ancestor.running_gangs += running
+            parent = ancestor.parent
+    return list(queues.values())
+
+
 @dataclass
 class JobRow:
     uid: str
@@ -133,7 +149,7 @@ class ReadModel:
                 queue.pending_gangs += row["n"]
             elif row["phase"] == "Running":
                 queue.running_gangs += row["n"]
-        return list(queues.values())
+        return roll_up(queues)
 
     async def jobs(
         self, *, namespace: str | None = None, queue: str | None = None, phase: str | None = None
