@@ -17,6 +17,8 @@ from services.console.cluster import Condition, TaskSpec
 from services.console.read_model import JobDetail, JobRow, NodeView, QueueView
 
 PAGES = (("/queues", "Queues"), ("/jobs", "Jobs"), ("/nodes", "Nodes"))
+# The jobs list's age filter: created within this long.
+AGES = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400}
 GIB = 1000 * 2**30
 
 
@@ -132,6 +134,7 @@ def jobs_page(
         + "".join(
             _options(k, k.capitalize(), choices[k], filters.get(k)) for k in ("namespace", "queue", "phase")
         )
+        + _options("age", "Created within", AGES, filters.get("age"))
         + '<button type="submit">Filter</button></form>'
     )
     rows = "".join(

@@ -152,7 +152,12 @@ class ReadModel:
         return roll_up(queues)
 
     async def jobs(
-        self, *, namespace: str | None = None, queue: str | None = None, phase: str | None = None
+        self,
+        *,
+        namespace: str | None = None,
+        queue: str | None = None,
+        phase: str | None = None,
+        since: datetime | None = None,
     ) -> list[JobRow]:
         rows = await self._rows(
             "SELECT j.uid, j.namespace, j.name, j.phase, j.updated_at,"
@@ -162,9 +167,11 @@ class ReadModel:
             " AND g.name = j.name || '-' || j.uid AND NOT g.deleted"
             " WHERE (CAST(:namespace AS text) IS NULL OR j.namespace = :namespace)"
             " AND (CAST(:phase AS text) IS NULL OR j.phase = :phase)"
+            " AND (CAST(:since AS timestamptz) IS NULL OR coalesce(g.created_at, j.updated_at) >= :since)"
             " ORDER BY coalesce(g.created_at, j.updated_at) DESC, j.namespace, j.name LIMIT 500",
             namespace=namespace,
             phase=phase,
+            since=since,
         )
         jobs = [_job(row) for row in rows]
         return [job for job in jobs if queue is None or job.queue == queue]

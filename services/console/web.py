@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -65,10 +66,18 @@ def create_app(
 
     @app.get("/jobs")
     async def jobs(
-        request: Request, namespace: str | None = None, queue: str | None = None, phase: str | None = None
+        request: Request,
+        namespace: str | None = None,
+        queue: str | None = None,
+        phase: str | None = None,
+        age: str | None = None,
     ) -> Response:
+        if age and age not in pages.AGES:
+            return Response(f"age must be one of {', '.join(pages.AGES)} (got {age!r})\n", status_code=400)
+        since = datetime.now(UTC) - timedelta(seconds=pages.AGES[age]) if age else None
         filters = {"namespace": namespace or None, "queue": queue or None, "phase": phase or None}
-        found = await model.jobs(**filters)
+        found = await model.jobs(**filters, since=since)
+        filters["age"] = age or None
         namespaces, phases = await model.namespaces_and_phases()
         choices = {
             "namespace": namespaces,

@@ -51,13 +51,17 @@ def test_a_waiting_job_says_why_from_the_verdict_and_the_podgroup(stack: stacks.
     assert "Unschedulable" in conditions
 
 
-def test_jobs_filter_by_namespace_queue_and_phase(stack: stacks.Stack) -> None:
+def test_jobs_filter_by_namespace_queue_phase_and_age(stack: stacks.Stack) -> None:
     submit(stack, "console-filtered", cpu="20")
     wait_for_page(stack, "/jobs", lambda html: "console-filtered" in html)
     assert "console-filtered" in page(stack, "/jobs?namespace=default&queue=default&phase=Pending")
     assert "console-filtered" not in page(stack, "/jobs?phase=Running")
     assert "console-filtered" not in page(stack, "/jobs?namespace=elsewhere")
     assert "no jobs match" in page(stack, "/jobs?queue=no-such-queue")
+    assert "console-filtered" in page(stack, "/jobs?age=1h")
+    refused = httpx.get(f"{stack.console_url}/jobs?age=forever", timeout=10)
+    assert refused.status_code == 400
+    assert "age must be one of 1h, 6h, 24h, 7d" in refused.text
 
 
 def test_queues_and_nodes_show_allocation(stack: stacks.Stack) -> None:
