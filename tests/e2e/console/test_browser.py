@@ -25,6 +25,7 @@ ARTIFACTS = Path(os.environ.get("PHALANX_TEST_ARTIFACTS", "test-artifacts")) / "
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"),
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed"),
 ]

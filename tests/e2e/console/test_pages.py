@@ -17,7 +17,10 @@ import pytest
 from phalanx import stack as stacks
 from tests.e2e.console.helpers import page, submit, wait_for_page
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed"),
+]
 
 BUSY_NODE = re.compile(r'aria-label="node-\d+: \d+% used; cpu [1-9]')  # a node running the gang's pods
 ALLOCATED_CPU = re.compile(r'aria-label="cpu: [1-9]')  # the default queue's cpu bar, not empty

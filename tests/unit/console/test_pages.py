@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from services.console import pages
 from services.console.read_model import JobDetail, JobRow, NodeView, QueueView, Verdict, roll_up
+
+pytestmark = pytest.mark.unit
 
 GIB = 1000 * 2**30
 

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from services.console.settings import ConsoleSettings, is_loopback
 from services.console.web import create_app
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_to_loopback_without_a_token() -> None:
     settings = ConsoleSettings()
