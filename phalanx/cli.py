@@ -97,7 +97,7 @@ def up(
     from phalanx import stack as stacks
 
     here = next_steps.caller_dir()
-    console.print("Starting NATS, PostgreSQL, the simulated cluster and the four services:")
+    console.print("Starting NATS, PostgreSQL, the simulated cluster, the four services and the web console:")
     try:
         with progress.shown(console) as steps:
             running = stacks.up(state_dir, nodes_file=nodes, scheduler_conf=scheduler_conf, steps=steps)

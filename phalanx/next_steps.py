@@ -62,6 +62,7 @@ def ready_text(stack: Stack, state_dir: Path, *, detached: bool, here: Path) -> 
   cluster (simulated)  {stack.simulator_url}
   NATS                 {without_user(stack.nats_url)}   users: {users}
   PostgreSQL           {without_user(stack.database_url)}
+  console (web)        {stack.console_url}
   logs                 {shown_path(Path(stack.state_dir) / "logs", here)}
 
 Submit a Volcano Job and watch it{where}:

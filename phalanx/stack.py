@@ -58,6 +58,7 @@ class Stack:
     # `nats_url` and `database_url` carry the bootstrap and owner credentials (tools and tests use
     # them); `phalanx events watch` reads the audit stream as the read-only auditor.
     auditor_nats_url: str = ""
+    console_url: str = ""  # the read-only web console (services/console)
 
     def save(self) -> None:
         path = Path(self.state_dir, "stack.json")
@@ -135,6 +136,7 @@ def up(
         for name in SERVICES:
             env = _service_env(name, nats, postgres)
             stack.processes.append(_spawn_service(name, stack, env, logs, scheduler_conf=scheduler_conf))
+        stack.processes.append(_spawn_console(stack, nats, postgres, logs))
         stack.save()
         steps.step(f"the services: {', '.join(SERVICES)}", total=len(SERVICES))
         for ready, process in enumerate(stack.processes[1:], start=1):
@@ -209,6 +211,26 @@ def _spawn_service(
     if name == "scheduler" and scheduler_conf:
         env["SCHEDULER_CONF_FILE"] = str(scheduler_conf)
     return _spawn(name, [], env, logs, health_port=health_port)
+
+
+def _spawn_console(
+    stack: Stack, nats: provision.Provided, postgres: provision.Provided, logs: Path
+) -> Process:
+    """The console reads as `phalanx_reader` and the NATS `auditor`, on a free loopback port."""
+    port, health_port = local.free_port(), local.free_port()
+    stack.console_url = f"http://127.0.0.1:{port}"
+    env = {
+        "CONSOLE_NATS__URL": nats.url,
+        "CONSOLE_POSTGRES__URL": postgres.url_as(roles.READER),
+        "CONSOLE_KUBECONFIG": stack.kubeconfig,
+        "CONSOLE_PORT": str(port),
+        "CONSOLE_HEALTH_PORT": str(health_port),
+        "CONSOLE_LOG__FORMAT": "json",
+    }
+    if permissions.AUDITOR in nats.credentials:
+        user, password = nats.credentials[permissions.AUDITOR]
+        env |= {"CONSOLE_NATS__USER": user, "CONSOLE_NATS__PASSWORD": password}
+    return _spawn("console", [], env, logs, health_port=health_port)
 
 
 def _spawn(name: str, args: list[str], env: dict[str, str], logs: Path, *, health_port: int) -> Process:

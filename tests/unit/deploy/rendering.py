@@ -18,8 +18,20 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 CHARTS = REPO / "charts"
-SERVICES = ("watcher", "admission", "controller", "scheduler")
+SERVICES = ("watcher", "admission", "controller", "scheduler", "console")
 SERVICE_CHARTS = tuple(f"phalanx-{service}" for service in SERVICES)
+# Who each service is on PostgreSQL and NATS, where not itself: the console only reads.
+READ_ONLY_IDENTITY = {"console": ("reader", "auditor")}
+
+
+def database_role(service: str) -> str:
+    return READ_ONLY_IDENTITY.get(service, (service, service))[0]
+
+
+def nats_user(service: str) -> str:
+    return READ_ONLY_IDENTITY.get(service, (service, service))[1]
+
+
 ALL_CHARTS = (*SERVICE_CHARTS, "phalanx-crds")
 RELEASE = "phalanx"
 NAMESPACE = "phalanx-system"

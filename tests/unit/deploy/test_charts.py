@@ -21,7 +21,9 @@ from tests.unit.deploy.rendering import (
     NAMESPACE,
     SERVICE_CHARTS,
     container,
+    database_role,
     env_of,
+    nats_user,
     of_kind,
     only,
     render,
@@ -143,7 +145,7 @@ def test_environment_follows_the_settings_contract(chart: str) -> None:
     env = env_of(render(chart))
     assert env[f"{prefix}_NATS__URL"]["value"].startswith("nats://")
     assert env[f"{prefix}_POSTGRES__URL"]["valueFrom"]["secretKeyRef"] == {
-        "name": f"phalanx-postgres-{prefix.lower()}",
+        "name": f"phalanx-postgres-{database_role(prefix.lower())}",
         "key": "url",
     }
     assert env[f"{prefix}_HEALTH_PORT"]["value"] == "8080"
@@ -356,9 +358,9 @@ def test_each_service_is_its_own_nats_identity_that_cannot_manage_streams(chart:
     service = chart.removeprefix("phalanx-")
     prefix = service.upper()
     env = env_of(render(chart))
-    assert env[f"{prefix}_NATS__USER"]["value"] == service
+    assert env[f"{prefix}_NATS__USER"]["value"] == nats_user(service)
     assert env[f"{prefix}_NATS__PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": f"phalanx-nats-{service}",
+        "name": f"phalanx-nats-{nats_user(service)}",
         "key": "password",
     }
     assert env[f"{prefix}_NATS__MANAGE_STREAMS"]["value"] == "false"
@@ -425,7 +427,8 @@ def test_a_network_policy_admits_only_the_health_port_to_the_services_pods(chart
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pods.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     ports = [rule["ports"][0]["port"] for rule in policy["spec"]["ingress"]]
-    expected = [8080, 8443] if chart == "phalanx-admission" else [8080]
+    # Beyond health: the admission webhook, and the console's own (token-guarded) port.
+    expected = {"phalanx-admission": [8080, 8443], "phalanx-console": [8080, 8088]}.get(chart, [8080])
     assert ports == expected
     assert of_kind(render(chart, {"networkPolicy": {"enabled": False}}), "NetworkPolicy") == []
 

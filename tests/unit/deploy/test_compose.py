@@ -23,7 +23,7 @@ import yaml
 from shared.bus import permissions
 from shared.infra import nats_auth
 from tests.unit.deploy.health_server import health_server
-from tests.unit.deploy.rendering import REPO, SERVICES
+from tests.unit.deploy.rendering import REPO, SERVICES, database_role, nats_user
 
 pytestmark = pytest.mark.unit
 
@@ -146,12 +146,12 @@ def test_service_connects_as_itself_over_tls(name: str) -> None:
     service = services()[name]
     env = service["environment"]
     prefix = name.upper() + "_"
-    assert env[f"{prefix}NATS__USER"] == name
-    assert env[f"{prefix}NATS__PASSWORD"].startswith(f"${{NATS_{name.upper()}_PASSWORD:-")
+    assert env[f"{prefix}NATS__USER"] == nats_user(name)
+    assert env[f"{prefix}NATS__PASSWORD"].startswith(f"${{NATS_{nats_user(name).upper()}_PASSWORD:-")
     assert env[f"{prefix}NATS__MANAGE_STREAMS"] == "false"
     assert env[f"{prefix}NATS__TLS_CA_FILE"] == "/certs/ca.crt"
     assert "natscerts:/certs:ro" in service["volumes"]
-    assert env[f"{prefix}POSTGRES__URL"].startswith(f"postgresql+asyncpg://phalanx_{name}:")
+    assert env[f"{prefix}POSTGRES__URL"].startswith(f"postgresql+asyncpg://phalanx_{database_role(name)}:")
 
 
 def test_nats_enforces_the_generated_permissions_over_tls() -> None:

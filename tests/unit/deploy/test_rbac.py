@@ -77,6 +77,11 @@ CONTROLLER = (
     | expand(CLUSTER, "bus.volcano.sh", "commands", ("get", "list", "delete"))
 )
 
+# The console reads a Job's tasks and its PodGroup's conditions, one object at a time.
+CONSOLE = expand(CLUSTER, "batch.volcano.sh", "jobs", ("get",)) | expand(
+    CLUSTER, "scheduling.volcano.sh", "podgroups", ("get",)
+)
+
 WEBHOOK_CONFIGURATIONS = "validatingwebhookconfigurations mutatingwebhookconfigurations"
 ADMISSION = (
     expand(CLUSTER, "scheduling.volcano.sh", "queues", ("get", "list"))
@@ -91,6 +96,7 @@ ADMISSION = (
 
 EXPECTED = {
     "phalanx-watcher": WATCHER,
+    "phalanx-console": CONSOLE,
     "phalanx-controller": CONTROLLER,
     "phalanx-admission": ADMISSION,
     "phalanx-scheduler": set(),

@@ -24,6 +24,7 @@ SETTINGS_CLASSES = {
     "admission": "services.admission.settings:AdmissionSettings",
     "controller": "services.controller.settings:ControllerSettings",
     "scheduler": "services.scheduler.settings:SchedulerSettings",
+    "console": "services.console.settings:ConsoleSettings",
     "simulator": "services.simulator.settings:SimulatorSettings",
 }
 

@@ -18,6 +18,7 @@ import pytest
 from services.admission.certs import Policy
 from services.admission.settings import AdmissionSettings
 from services.admission.tls import TlsKeeper
+from services.console.settings import ConsoleSettings
 from services.controller.settings import ControllerSettings
 from services.scheduler.settings import SchedulerSettings
 from services.watcher.settings import WatcherSettings
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize(
-    "settings", [WatcherSettings, SchedulerSettings, ControllerSettings, AdmissionSettings]
+    "settings", [WatcherSettings, SchedulerSettings, ControllerSettings, AdmissionSettings, ConsoleSettings]
 )
 def test_health_listens_on_loopback_unless_configured(
     settings: type[WatcherSettings], monkeypatch: pytest.MonkeyPatch

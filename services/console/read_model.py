@@ -1,0 +1,247 @@
+"""What the console shows from PostgreSQL, read as `phalanx_reader`: queues, jobs, pods, nodes, verdicts.
+
+Plain queries into plain dataclasses; the pages module renders them. Resource amounts are the
+scheduler's milli-units (cpu 1000 = one core, memory 1000 = one byte), as the ingester stores them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+# Pods on a node that hold its resources (a bound pod not yet running holds them too).
+_HOLDING = "p.node_name IS NOT NULL AND NOT p.deleted AND p.phase IN ('Pending', 'Running')"
+WAITING_GANG_PHASES = ("Pending", "Inqueue")
+
+
+def add_into(total: dict[str, int], amounts: dict[str, Any] | None) -> None:
+    for name, amount in (amounts or {}).items():
+        total[name] = total.get(name, 0) + int(amount)
+
+
+@dataclass
+class QueueView:
+    name: str
+    parent: str | None
+    weight: int
+    state: str
+    capability: dict[str, int]
+    deserved: dict[str, int]
+    guarantee: dict[str, int]
+    allocated: dict[str, int] = field(default_factory=dict)
+    pending_gangs: int = 0
+    running_gangs: int = 0
+
+
+def roll_up(queues: dict[str, QueueView]) -> list[QueueView]:
+    """A parent queue holds what its children hold (Volcano's hierarchy): add each up the chain."""
+    own = {name: (dict(q.allocated), q.pending_gangs, q.running_gangs) for name, q in queues.items()}
+    for name, (allocated, pending, running) in own.items():
+        seen = {name}
+        parent = queues[name].parent
+        while parent in queues and parent not in seen:  # a cycle in bad data stops here
+            seen.add(parent)
+            ancestor = queues[parent]
+            add_into(ancestor.allocated, allocated)
+            ancestor.pending_gangs += pending
+            ancestor.running_gangs += running
+            parent = ancestor.parent
+    return list(queues.values())
+
+
+@dataclass
+class JobRow:
+    uid: str
+    namespace: str
+    name: str
+    phase: str
+    queue: str
+    min_member: int
+    created_at: datetime | None
+    updated_at: datetime | None
+    podgroup: str
+
+
+@dataclass
+class PodRow:
+    name: str
+    task: str | None
+    phase: str
+    node: str | None
+
+
+@dataclass
+class Verdict:
+    reason: str
+    condition_reason: str
+    message: str
+    updated_at: datetime | None
+
+
+@dataclass
+class JobDetail:
+    job: JobRow
+    podgroup_uid: str | None
+    podgroup_phase: str | None
+    pods: list[PodRow]
+    verdict: Verdict | None
+
+
+@dataclass
+class NodeView:
+    name: str
+    allocatable: dict[str, int]
+    used: dict[str, int]
+    cordoned: bool
+    ready: bool
+
+    def load(self) -> float:
+        """The fullest resource's share in use (0..1), the cell's heat."""
+        shares = [
+            self.used.get(k, 0) / v for k, v in self.allocatable.items() if v and k in ("cpu", "memory")
+        ]
+        return min(1.0, max(shares, default=0.0))
+
+
+class ReadModel:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def _rows(self, sql: str, **params: Any) -> list[Any]:
+        async with self.engine.connect() as connection:
+            return list((await connection.execute(text(sql), params)).mappings())
+
+    async def ping(self) -> None:
+        await self._rows("SELECT 1")
+
+    async def queues(self) -> list[QueueView]:
+        queues = {
+            row["name"]: QueueView(
+                row["name"],
+                row["parent"],
+                row["weight"],
+                row["state"],
+                row["capability"] or {},
+                row["deserved"] or {},
+                row["guarantee"] or {},
+            )
+            for row in await self._rows("SELECT * FROM queues WHERE NOT deleted ORDER BY name")
+        }
+        for row in await self._rows(
+            "SELECT g.queue, p.request FROM pods p JOIN pod_groups g"
+            " ON g.namespace = p.namespace AND g.name = p.group_name AND NOT g.deleted"
+            f" WHERE {_HOLDING}"
+        ):
+            if row["queue"] in queues:
+                add_into(queues[row["queue"]].allocated, row["request"])
+        for row in await self._rows(
+            "SELECT queue, phase, count(*) AS n FROM pod_groups WHERE NOT deleted GROUP BY queue, phase"
+        ):
+            queue = queues.get(row["queue"])
+            if queue is None:
+                continue
+            if row["phase"] in WAITING_GANG_PHASES:
+                queue.pending_gangs += row["n"]
+            elif row["phase"] == "Running":
+                queue.running_gangs += row["n"]
+        return roll_up(queues)
+
+    async def jobs(
+        self,
+        *,
+        namespace: str | None = None,
+        queue: str | None = None,
+        phase: str | None = None,
+        since: datetime | None = None,
+    ) -> list[JobRow]:
+        rows = await self._rows(
+            "SELECT j.uid, j.namespace, j.name, j.phase, j.updated_at,"
+            " coalesce(g.queue, j.state->'spec'->>'queue', 'default') AS queue,"
+            " coalesce(g.min_member, 0) AS min_member, g.created_at"
+            " FROM jobs j LEFT JOIN pod_groups g ON g.namespace = j.namespace"
+            " AND g.name = j.name || '-' || j.uid AND NOT g.deleted"
+            " WHERE (CAST(:namespace AS text) IS NULL OR j.namespace = :namespace)"
+            " AND (CAST(:phase AS text) IS NULL OR j.phase = :phase)"
+            " AND (CAST(:since AS timestamptz) IS NULL OR coalesce(g.created_at, j.updated_at) >= :since)"
+            " ORDER BY coalesce(g.created_at, j.updated_at) DESC, j.namespace, j.name LIMIT 500",
+            namespace=namespace,
+            phase=phase,
+            since=since,
+        )
+        jobs = [_job(row) for row in rows]
+        return [job for job in jobs if queue is None or job.queue == queue]
+
+    async def job(self, namespace: str, name: str) -> JobDetail | None:
+        rows = await self._rows(
+            "SELECT j.uid, j.namespace, j.name, j.phase, j.updated_at,"
+            " coalesce(g.queue, 'default') AS queue, coalesce(g.min_member, 0) AS min_member,"
+            " g.created_at, g.uid AS group_uid, g.phase AS group_phase"
+            " FROM jobs j LEFT JOIN pod_groups g ON g.namespace = j.namespace"
+            " AND g.name = j.name || '-' || j.uid AND NOT g.deleted"
+            " WHERE j.namespace = :namespace AND j.name = :name",
+            namespace=namespace,
+            name=name,
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        job = _job(row)
+        pods = [
+            PodRow(p["name"], p["task_role"], p["phase"], p["node_name"])
+            for p in await self._rows(
+                "SELECT name, task_role, phase, node_name FROM pods"
+                " WHERE namespace = :namespace AND group_name = :group AND NOT deleted ORDER BY name",
+                namespace=namespace,
+                group=job.podgroup,
+            )
+        ]
+        verdict = None
+        if row["group_uid"]:
+            found = await self._rows(
+                "SELECT reason, condition_reason, message, updated_at FROM gang_verdicts"
+                " WHERE gang_uid = :uid",
+                uid=row["group_uid"],
+            )
+            if found:
+                v = found[0]
+                verdict = Verdict(v["reason"], v["condition_reason"], v["message"], v["updated_at"])
+        return JobDetail(job, row["group_uid"], row["group_phase"], pods, verdict)
+
+    async def namespaces_and_phases(self) -> tuple[list[str], list[str]]:
+        rows = await self._rows("SELECT DISTINCT namespace, phase FROM jobs")
+        return sorted({r["namespace"] for r in rows}), sorted({r["phase"] for r in rows})
+
+    async def nodes(self) -> list[NodeView]:
+        nodes = {
+            row["name"]: NodeView(
+                row["name"], dict(row["allocatable"] or {}), {}, row["unschedulable"], row["ready"]
+            )
+            for row in await self._rows("SELECT * FROM nodes WHERE NOT deleted ORDER BY name")
+        }
+        for row in await self._rows(f"SELECT p.node_name, p.request FROM pods p WHERE {_HOLDING}"):
+            if row["node_name"] in nodes:
+                add_into(nodes[row["node_name"]].used, row["request"])
+        return list(nodes.values())
+
+    async def pods_by_node(self) -> Counter[str]:
+        rows = await self._rows(f"SELECT p.node_name, count(*) AS n FROM pods p WHERE {_HOLDING} GROUP BY 1")
+        return Counter({r["node_name"]: r["n"] for r in rows})
+
+
+def _job(row: Any) -> JobRow:
+    return JobRow(
+        row["uid"],
+        row["namespace"],
+        row["name"],
+        row["phase"],
+        row["queue"],
+        row["min_member"],
+        row["created_at"],
+        row["updated_at"],
+        f"{row['name']}-{row['uid']}",
+    )
