@@ -36,6 +36,18 @@ JOB_COLUMNS = (
 WAIT_S = 90.0
 
 
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stacks.Stack]:
+    """A stack of this module's own: vcctl's tables are as wide as the longest name listed, and
+    `why` reads every queue, so jobs and queues other modules leave behind would change them."""
+    state_dir = tmp_path_factory.mktemp("vcctl-stack")
+    running = stacks.up(state_dir, durable_postgres=False)
+    try:
+        yield running
+    finally:
+        stacks.down(state_dir)
+
+
 def _command(name: str, module: str) -> list[str]:
     script = BIN / name
     return [str(script)] if script.exists() else [sys.executable, "-m", module]
@@ -301,12 +313,16 @@ def _waits(stack: stacks.Stack, name: str, words: str) -> str:
 
 
 def test_why_names_the_queue_capability(stack: stacks.Stack, cleanup: list[tuple[str, ...]]) -> None:
-    cleanup += [("queue", "capped"), ("vcjob", "too-big")]
+    cleanup += [("queue", "capped"), ("vcjob", "filler"), ("vcjob", "too-big")]
     assert vcctl(stack, "queue", "create", "-n", "capped", "--capability", "cpu=4").returncode == 0
-    run_job(stack, "too-big", 3, "cpu=2,memory=1Gi", "-q", "capped")
+    # A gang larger than the capability itself is refused at submission (admission), so this one
+    # fits the capability alone and waits only for what another job of the queue holds.
+    run_job(stack, "filler", 1, "cpu=2,memory=1Gi", "-q", "capped")
+    eventually(lambda: job_phase(stack, "filler") == "Running", "filler Running")
+    run_job(stack, "too-big", 3, "cpu=1,memory=1Gi", "-q", "capped")
     answer = _waits(stack, "too-big", "[capability]")
-    assert "queue capped: cpu used 0/4 (capability), the job needs 6" in answer
-    assert "needs 2 more cpu in queue capped" in answer
+    assert "queue capped: cpu used 2/4 (capability), the job needs 3" in answer
+    assert "needs 1 more cpu in queue capped" in answer
     assert "queue resource quota insufficient: insufficient cpu" in answer  # Volcano's own words
     document = json.loads(
         run(PHALANX, stack, "job", "why", "too-big", "-o", "json", "--state-dir", stack.state_dir).stdout
