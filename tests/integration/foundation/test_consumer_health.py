@@ -142,3 +142,26 @@ async def test_a_healthy_consumer_keeps_the_service_ready(health_and_bus: tuple[
     await asyncio.sleep(1.0)  # several assessments after the work
     assert health.ready
     assert all(unhealthy("handles", reason) == 0.0 for reason in ("stuck", "lagging", "dead_lettering"))
+
+
+async def test_work_reaching_a_long_idle_consumer_is_not_mistaken_for_a_stuck_one(
+    health_and_bus: tuple[Health, Bus],
+) -> None:
+    health, bus = health_and_bus
+    seen: list[str] = []
+    readiness: list[bool] = []
+
+    async def brief(event: CloudEvent[object]) -> None:
+        await asyncio.sleep(0.3)
+        seen.append(event.id)
+
+    bus.consume(spec("idle", stuck_after=2.0, **QUICK), brief)
+    await asyncio.sleep(3.0)  # idle far longer than stuck_after: nothing had finished meanwhile
+    await publish(bus, 1, "wake")
+    deadline = asyncio.get_running_loop().time() + 20
+    while not seen and asyncio.get_running_loop().time() < deadline:
+        readiness.append(health.ready)
+        await asyncio.sleep(0.02)
+    assert seen
+    assert all(readiness)
+    assert unhealthy("idle", "stuck") == 0.0
