@@ -19,15 +19,37 @@ log = structlog.get_logger()
 
 
 class Health:
+    """Ready once the service says so (`set_ready`), and while no check reports a problem.
+
+    The service's own start-up sets the base state; checks that run beside it (each NATS
+    consumer's, see shared/bus/consumer_health.py) `report` a problem under their name and clear
+    it with None. `/readyz` names every problem reported.
+    """
+
     def __init__(self) -> None:
-        self.ready = False
-        self.detail = "starting"
+        self._started = False
+        self._detail = "starting"
+        self._problems: dict[str, str] = {}
+
+    @property
+    def ready(self) -> bool:
+        return self._started and not self._problems
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(self._problems.values()) if self._problems else self._detail
 
     def set_ready(self, detail: str = "ready") -> None:
-        self.ready, self.detail = True, detail
+        self._started, self._detail = True, detail
 
     def set_not_ready(self, detail: str) -> None:
-        self.ready, self.detail = False, detail
+        self._started, self._detail = False, detail
+
+    def report(self, check: str, problem: str | None) -> None:
+        if problem is None:
+            self._problems.pop(check, None)
+        else:
+            self._problems[check] = problem
 
 
 async def serve_health(health: Health, port: int, host: str = "127.0.0.1") -> asyncio.Server:

@@ -38,6 +38,7 @@ CLUSTER_SUBJECTS = [f"cluster.{kind.lower()}.>" for kind in PRIMED_KINDS]
 
 async def run(settings: ControllerSettings, health: Health) -> None:
     bus = await Bus.connect(settings.nats, name="phalanx-controller")
+    bus.health = health  # each consumer reports on /readyz whether it keeps up
     engine = make_engine(settings.postgres)
     sessions = make_sessions(engine)
     api = await make_api_client(settings.kubeconfig)

@@ -4,6 +4,9 @@ Primed from the API at start (level-triggered), then kept current from `cluster.
 the controller's own write responses. `put` refuses an older resourceVersion, so a replayed or
 reordered event never moves an object backwards, nor brings back one deleted before the priming
 list, and returns the version it replaced: the "old" that the lifecycle compares the new against.
+A Job is held with its literal environment values redacted, whatever its source (the bus carries
+it redacted, a list or a write response does not): a cached Job then compares equal with its
+published echo, and no secret sits in the controller's memory. Pods are built from the API's copy.
 When the reaction to a change fails, `undo` takes the change back, so its redelivery is handled
 rather than dropped as stale.
 """
@@ -16,6 +19,7 @@ from typing import Any
 
 from services.controller.core.jobstate import PodView
 from services.controller.core.observe import pod_view
+from shared.volcano.redaction import redact_env
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); cluster-scoped objects use ""
@@ -80,6 +84,8 @@ class Cache:
         key = key_of(obj)
         held = self._objects[kind].get(key)
         uid = (obj.get("metadata") or {}).get("uid", "")
+        if kind == "Job":
+            redact_env(obj)
         if held is not None and version_of(held) >= version_of(obj):
             raise Cache.Stale()
         if held is None and self._tombstones.get((kind, uid), -1) >= version_of(obj):

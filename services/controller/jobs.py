@@ -50,6 +50,7 @@ from shared.messages.audit import AuditRecorded
 from shared.messages.envelope import CloudEvent, new_event
 from shared.messages.jobs import JobPhaseChanged
 from shared.storage import outbox, tables
+from shared.volcano.redaction import is_redacted
 
 log = structlog.get_logger()
 Json = dict[str, Any]
@@ -206,6 +207,14 @@ class JobDriver:
 
     async def _create_pods(self, job: Json, effect: fx.CreatePods) -> list[str]:
         podgroup = _podgroup_name(job)
+        if is_redacted(job):
+            # The cached Job lacks its env values (see cache.py): one read of the API's copy per
+            # batch of pods, never per event, and never kept.
+            meta = job["metadata"]
+            full = await self._kube.get("Job", meta.get("namespace"), meta["name"])
+            if full is None or (full.get("metadata") or {}).get("uid") != meta.get("uid"):
+                return [f"{ref.name}: the Job is gone from the API" for ref in effect.pods]
+            job = {**job, "spec": full.get("spec") or {}}
 
         async def create(ref: fx.PodRef) -> str | None:
             pod = build_pod(

@@ -27,6 +27,7 @@ INGEST_SUBJECTS = [f"cluster.{kind.lower()}.>" for kind in INGESTED_KINDS]
 
 async def run(settings: SchedulerSettings, health: Health) -> None:
     bus = await Bus.connect(settings.nats, name="phalanx-scheduler")
+    bus.health = health  # each consumer reports on /readyz whether it keeps up
     engine = make_engine(settings.postgres)
     sessions = make_sessions(engine)
     leadership = Leadership(sessions, holder=settings.holder, lease_seconds=settings.lease_seconds)

@@ -8,7 +8,9 @@ Between `translate.to_event` and the publish, an object is cut to what its consu
   scheduler reads requests and placement), and they are where secrets and bulk live;
 - then, only if the event would still pass the bus's payload limit, annotation values longer than
   LONG_ANNOTATION characters go (no consumer reads a long annotation).
-A Job keeps its templates, which the controller builds pods from (see docs/poison.md).
+- a Job keeps its templates, which the controller builds pods from, but their literal environment
+  values are redacted (`shared.volcano.redaction`): the controller reads the Job from the API when
+  it creates pods (see docs/poison.md and docs/security.md).
 
 If the object still does not fit, `reference` gives the event that replaces it: the object's
 identity and metadata only, marked incomplete. The controller fetches such an object from the API;
@@ -18,6 +20,8 @@ the scheduler's projection ignores it. Nothing here raises: every shape is toler
 from __future__ import annotations
 
 from typing import Any
+
+from shared.volcano.redaction import redact_env
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 POD_CONTAINER_KINDS = ("containers", "initContainers", "ephemeralContainers")
@@ -65,6 +69,8 @@ def trim(kind: str, obj: dict[str, Any]) -> list[str]:
                     field for field in POD_CONTAINER_DROPPED if container.pop(field, None) is not None
                 )
             cut.extend(f"spec.{containers}[*].{field}" for field in POD_CONTAINER_DROPPED if field in dropped)
+    if kind == "Job":
+        cut.extend(redact_env(obj))
     return cut
 
 

@@ -86,6 +86,7 @@ class Delivery:
             else:
                 await msg.ack()
                 self._stats.handled += 1
+                self._stats.progress.finished()
                 return
             if attempt >= spec.max_deliver:
                 await self.dead_letter(msg, f"gave up after {attempt} attempts: {reason}")
@@ -118,6 +119,7 @@ class Delivery:
         await self._js.publish(subjects.deadletter(spec.stream, spec.durable), msg.data, headers=headers)
         await msg.term()
         self._stats.dead_lettered += 1
+        self._stats.progress.dead_lettered()
         self._stats.errors.append(reason)
         if self._service in AUDITED_SERVICES:
             await self._audit(msg, where, reason)

@@ -35,6 +35,8 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError, NotFoundError
 
+from shared.bus import consumer_health
+from shared.bus.consumer_health import Progress, Reporter
 from shared.bus.credentials import connect_options
 from shared.bus.delivery import MSG_ID, Delivery
 from shared.config import NatsSettings
@@ -68,6 +70,14 @@ class ConsumerSpec:
     # Messages fetched and not yet finished. Fetching goes on while fewer are in flight, so a
     # handler that waits (on a lock, on the API) holds back its own object's messages only.
     in_flight: int = 1024
+    # When the consumer stops being ready (consumer_health.py): no message finished for this long
+    # while some are in progress, more than this many waiting on the server, or this many dead
+    # letters within `dead_letter_window` seconds. Checked every `health_every` seconds.
+    stuck_after: float = 300.0
+    max_lag: int = 10_000
+    dead_letter_loop: int = 20
+    dead_letter_window: float = 60.0
+    health_every: float = 5.0
 
 
 @dataclass
@@ -76,6 +86,7 @@ class ConsumerStats:
     retried: int = 0
     dead_lettered: int = 0
     errors: list[str] = field(default_factory=list)
+    progress: Progress = field(default_factory=Progress)
 
 
 class Pipeline:
@@ -118,6 +129,8 @@ class Bus:
         self._tasks: list[asyncio.Task[None]] = []
         self._lanes: set[asyncio.Task[None]] = set()  # per-subject handlers of fetched messages
         self._stopping = asyncio.Event()
+        # Where each consumer reports whether it keeps up (`/readyz`); set by the service.
+        self.health: Reporter | None = None
 
     @classmethod
     async def connect(cls, settings: NatsSettings, *, name: str) -> Bus:
@@ -264,6 +277,14 @@ class Bus:
         lanes: dict[str, deque[Msg]] = {}
         delivery = Delivery(self.js, spec, handler, stats, service=self.service)
         keeper = asyncio.create_task(self._keep_alive(spec, lanes))
+
+        async def pending() -> int:
+            return int((await subscription.consumer_info()).num_pending or 0)
+
+        in_flight = lambda: sum(len(lane) for lane in lanes.values())  # noqa: E731
+        health = asyncio.create_task(
+            consumer_health.watch(spec, stats.progress, in_flight, pending, lambda: self.health)
+        )
         try:
             while not self._stopping.is_set():
                 try:
@@ -276,6 +297,8 @@ class Bus:
                     log.warning("fetch failed", durable=spec.durable, error=str(error))
                     await asyncio.sleep(0.5)
                     continue
+                if not lanes:
+                    stats.progress.resumed()
                 if batch_handler is not None and await self._handle_batch(spec, batch_handler, batch, stats):
                     continue
                 # One object's messages (one subject) run in order, in a lane of their own; different
@@ -292,6 +315,7 @@ class Bus:
                     task.add_done_callback(self._lanes.discard)
         finally:
             keeper.cancel()
+            health.cancel()
 
     @staticmethod
     async def _keep_alive(spec: ConsumerSpec, lanes: dict[str, deque[Msg]]) -> None:
@@ -335,4 +359,5 @@ class Bus:
         for msg in batch:
             await msg.ack()
         stats.handled += len(batch)
+        stats.progress.finished()
         return True

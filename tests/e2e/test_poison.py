@@ -102,6 +102,13 @@ def wait_for(stack: stacks.Stack, args: list[str], wanted: str, *, within: float
     return got
 
 
+def run_valid_job(stack: stacks.Stack, name: str) -> str:
+    """Submit a small gang of two and wait for it to complete; the phase it reached."""
+    valid = kubectl(stack, "apply", "-f", "-", stdin=yaml.safe_dump(job(name, [task(2)], minAvailable=2)))
+    assert valid.returncode == 0, valid.stderr
+    return wait_for(stack, ["get", "vcjob", name, "-o", "jsonpath={.status.state.phase}"], "Completed")
+
+
 @pytest.mark.timeout(300)  # generous on a loaded machine: two waits of up to two minutes each
 def test_poison_objects_each_get_their_outcome_and_a_valid_job_completes(stack: stacks.Stack) -> None:
     made = create(stack, big_pod())
@@ -122,12 +129,7 @@ def test_poison_objects_each_get_their_outcome_and_a_valid_job_completes(stack: 
     loud = create(stack, big_command())
     assert loud.returncode == 0, loud.stderr[:2000]
 
-    valid = kubectl(
-        stack, "apply", "-f", "-", stdin=yaml.safe_dump(job("after-poison", [task(2)], minAvailable=2))
-    )
-    assert valid.returncode == 0, valid.stderr
-    phase_of = ["get", "vcjob", "after-poison", "-o", "jsonpath={.status.state.phase}"]
-    assert wait_for(stack, phase_of, "Completed") == "Completed"
+    assert run_valid_job(stack, "after-poison") == "Completed"
 
     # The large pod flowed through the watcher to the scheduler and the kubelet.
     big_phase = ["get", "pod", "big-pod", "-o", "jsonpath={.status.phase}"]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from services.watcher.translate import to_message
 from services.watcher.trim import LAST_APPLIED
+from shared.volcano.redaction import REDACTED, is_redacted
 
 pytestmark = pytest.mark.unit
 LIMIT = 1024 * 1024 - 4096
@@ -123,3 +124,46 @@ def test_any_object_becomes_one_event_within_the_limit(
     message = to_message(kind, "MODIFIED", obj, max_bytes=limit)
     assert len(message.payload) <= limit
     assert message.event_id == "u:3:MODIFIED"
+
+
+def secret_job() -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "env": [
+            {"name": "TOKEN", "value": "hunter2-very-secret"},
+            {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+        ],
+        "envFrom": [{"secretRef": {"name": "creds"}}],
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default", "uid": "u-j", "resourceVersion": "3"},
+        "spec": {
+            "tasks": [
+                {"name": "w", "replicas": 2, "template": {"spec": {"containers": [container]}}},
+                {"name": "odd", "template": "not an object"},
+            ]
+        },
+    }
+
+
+def test_a_job_event_carries_no_literal_environment_value_but_keeps_its_references() -> None:
+    message = to_message("Job", "ADDED", secret_job(), max_bytes=LIMIT)
+    assert b"hunter2" not in message.payload
+    sent = orjson.loads(message.payload)["data"]["object"]
+    container = sent["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    assert container["env"][0] == {"name": "TOKEN", "value": REDACTED}
+    assert container["env"][1]["valueFrom"] == {"secretKeyRef": {"name": "creds", "key": "token"}}
+    assert container["envFrom"] == [{"secretRef": {"name": "creds"}}]
+    assert is_redacted(sent)
+    assert "spec.tasks[0].template.spec.containers[*].env[*].value" in message.data.trimmed
+
+
+def test_a_job_without_literal_values_is_not_marked_redacted() -> None:
+    job = secret_job()
+    job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"].pop(0)
+    message = to_message("Job", "ADDED", job, max_bytes=LIMIT)
+    assert not is_redacted(orjson.loads(message.payload)["data"]["object"])
+    assert message.data.trimmed == []
