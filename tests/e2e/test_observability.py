@@ -79,27 +79,21 @@ def eventually(check: Callable[[], Any], what: str) -> Any:
 
 
 def job(name: str, *, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    pod_spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "main",
-                "image": "busybox",
-                "resources": {"requests": {"cpu": "1", "memory": "512Mi"}},
-            }
-        ]
-    }
+    """A Volcano Job of two 1-CPU pods that start together, in the test's queue."""
+    requests = {"requests": {"cpu": "1", "memory": "512Mi"}}
+    template = {"spec": {"containers": [{"name": "main", "image": "busybox", "resources": requests}]}}
     if node_selector:
-        pod_spec["nodeSelector"] = node_selector
+        template["spec"]["nodeSelector"] = node_selector
+    spec = {
+        "queue": QUEUE,
+        "minAvailable": 2,
+        "tasks": [{"name": "worker", "replicas": 2, "template": template}],
+    }
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "queue": QUEUE,
-            "minAvailable": 2,
-            "schedulerName": "volcano",
-            "tasks": [{"name": "worker", "replicas": 2, "template": {"spec": pod_spec}}],
-        },
+        "spec": spec,
     }
 
 
