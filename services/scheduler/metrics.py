@@ -119,6 +119,7 @@ class CycleMetrics:
     def __init__(self) -> None:
         self._unscheduled_jobs: set[str] = set()
         self._queues: set[str] = set()
+        self._resource_series: set[tuple[str, str]] = set()  # (gauge key, queue) with a value
 
     def record(self, plan: CyclePlan, snapshot: Snapshot, *, took_seconds: float, now: datetime) -> None:
         E2E_SCHEDULING_LATENCY.observe(took_seconds * 1000)
@@ -169,39 +170,39 @@ class CycleMetrics:
     def _record_queues(self, figures: tuple[QueueFigures, ...]) -> None:
         names = {f.name for f in figures}
         for gone in self._queues - names:
-            for gauge in QUEUE_GAUGES.values():
-                gauge.remove(gone)
+            for key, gauge in QUEUE_GAUGES.items():
+                if key in ("share", "weight", "overused") or (key, gone) in self._resource_series:
+                    gauge.remove(gone)
+                    self._resource_series.discard((key, gone))
         self._queues = names
         for figure in figures:
-            _set_resources(figure.name, "allocated", figure.allocated)
-            _set_resources(figure.name, "request", figure.request)
-            _set_resources(figure.name, "deserved", figure.deserved)
-            _set_resources(figure.name, "capacity", figure.capability, named_only=True)
+            self._set_resources(figure.name, "allocated", figure.allocated)
+            self._set_resources(figure.name, "request", figure.request)
+            self._set_resources(figure.name, "deserved", figure.deserved)
+            self._set_resources(figure.name, "capacity", figure.capability, named_only=True)
             QUEUE_GAUGES["share"].labels(figure.name).set(figure.share)
             QUEUE_GAUGES["weight"].labels(figure.name).set(figure.weight)
             QUEUE_GAUGES["overused"].labels(figure.name).set(1 if figure.overused else 0)
+
+    def _set_resources(
+        self, queue: str, what: str, amounts: Resources | None, *, named_only: bool = False
+    ) -> None:
+        """Resources hold milli-units: CPU is milli-CPU already, memory milli-bytes becomes bytes.
+
+        No figure (no deserved share computed; with `named_only`, a capability that does not name
+        the resource) gives no series rather than a zero, which would read as "nothing allowed"."""
+        for name, unit, scale in ((CPU, "milli_cpu", 1), (MEMORY, "memory_bytes", 1000)):
+            key = f"{what}_{unit}"
+            gauge = QUEUE_GAUGES[key]
+            if amounts is None or (named_only and name not in amounts):
+                if (key, queue) in self._resource_series:
+                    gauge.remove(queue)
+                    self._resource_series.discard((key, queue))
+            else:
+                gauge.labels(queue).set(amounts[name] / scale)
+                self._resource_series.add((key, queue))
 
 
 def record_error() -> None:
     """A cycle that failed: Volcano's 'error' result, an internal scheduler problem."""
     SCHEDULE_ATTEMPTS.labels("error").inc()
-
-
-def _set_resources(queue: str, what: str, amounts: Resources | None, *, named_only: bool = False) -> None:
-    """Resources hold milli-units: CPU is milli-CPU already, memory milli-bytes becomes bytes.
-
-    No figure (no deserved share computed; with `named_only`, a capability that does not name the
-    resource) gives no series rather than a zero, which would read as "nothing allowed"."""
-    for name, gauge, scale in (
-        (CPU, QUEUE_GAUGES[f"{what}_milli_cpu"], 1),
-        (MEMORY, QUEUE_GAUGES[f"{what}_memory_bytes"], 1000),
-    ):
-        if amounts is None or (named_only and name not in amounts):
-            if (queue,) in _series(gauge):
-                gauge.remove(queue)
-        else:
-            gauge.labels(queue).set(amounts[name] / scale)
-
-
-def _series(gauge: Gauge) -> set[tuple[str, ...]]:
-    return {tuple(s.labels.values()) for metric in gauge.collect() for s in metric.samples}
