@@ -8,23 +8,27 @@ each service's /metrics as Prometheus would and reads the Events as `kubectl` sh
   counted as unschedulable with its missing members, and attempts are counted by result;
 - the controller counts the queue's PodGroups per phase;
 - each bound pod has a `Scheduled` Event; each waiting pod one `FailedScheduling` Event with
-  Volcano's gang message, written once and not once per cycle.
+  Volcano's gang message, written once and not once per cycle;
+- a preemption (the scheduler scenario 01, run last) counts an attempt and its victims, and each
+  victim pod has an `Evict` Event.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from phalanx import stack as stacks
+from phalanx.scenario import ExternalStack, run_files
 from tests.e2e.conftest import kubectl
 
 pytestmark = [
@@ -35,6 +39,9 @@ pytestmark = [
 NAMESPACE = "metrics-e2e"
 QUEUE = "metrics-q"
 WAIT_SECONDS = 120.0
+PREEMPTION = Path(__file__).parent / "scenarios" / "scheduler" / "01-preempt-within-queue.yaml"
+SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -43,11 +50,14 @@ def scrape(stack: stacks.Stack, service: str) -> Samples:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert response.status == 200
         text = response.read().decode()
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
+    # Read as Prometheus stores them: prometheus_client's parser would rename Volcano's counters
+    # that carry no `_total` (volcano_total_preemption_attempts) to names nobody queries.
+    samples: Samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, labels, number = SAMPLE.fullmatch(line).groups()  # type: ignore[union-attr]
+            samples[(name, frozenset(LABEL.findall(labels or "")))] = float(number)
+    return samples
 
 
 def value(samples: Samples, name: str, **labels: str) -> float | None:
@@ -230,3 +240,24 @@ def test_bound_pods_have_scheduled_and_waiting_pods_failed_scheduling_events(
     # each cycle: the same message stays one Event.
     time.sleep(5)
     assert len(events_of(stack, pod, "FailedScheduling")) == 1
+
+
+def test_a_preemption_is_counted_with_its_victims_and_evict_events(stack: stacks.Stack) -> None:
+    """Last in this file: the scenario resets the cluster (its nodes, queues and jobs) to its own."""
+    before = value(scrape(stack, "scheduler"), "volcano_total_preemption_attempts") or 0
+    lines: list[str] = []
+    report = run_files([PREEMPTION], ExternalStack(Path(stack.state_dir)), emit=lines.append)
+    assert report.failed == 0, "\n".join(lines)
+
+    samples = scrape(stack, "scheduler")
+    assert (value(samples, "volcano_total_preemption_attempts") or 0) > before
+    # The high-priority gang needs two pods' room: at least two victims were chosen.
+    assert (value(samples, "volcano_pod_preemption_victims") or 0) >= 2
+    evicted = kubectl(
+        stack, "get", "events", "-n", "default", "--field-selector", "reason=Evict", "-o", "json"
+    )
+    assert evicted.returncode == 0, evicted.stderr
+    messages = [
+        e["message"] for e in json.loads(evicted.stdout)["items"] if e["involvedObject"]["kind"] == "Pod"
+    ]
+    assert "Pod is evicted, because of preempt" in messages
