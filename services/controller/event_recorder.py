@@ -111,13 +111,13 @@ class EventRecorder:
         task = asyncio.create_task(
             self.record(involved, type_=type_, reason=reason, message=message, component=component)
         )
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        self._pending.add(task)  # held until done: the loop keeps only weak references to tasks
+        task.add_done_callback(self._done)
 
-    async def drain(self) -> None:
-        """Wait for the Events recorded in the background so far (tests, an orderly stop)."""
-        while self._pending:
-            await asyncio.gather(*self._pending, return_exceptions=True)
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("event not recorded", error=str(task.exception()))
 
     async def record(self, involved: Json, *, type_: str, reason: str, message: str, component: str) -> None:
         """An Event on `involved` (its apiVersion, kind and metadata name/namespace/uid)."""

@@ -159,9 +159,7 @@ class GangKeeper:
         The scheduler announces a verdict only when its message changes, not every cycle, and
         the recorder counts repeats on one Event: a gang that waits long writes a handful."""
         for pod in self._cache.pods_in_group(data.namespace, data.podgroup):
-            if (pod.get("spec") or {}).get("nodeName") or (pod.get("metadata") or {}).get(
-                "deletionTimestamp"
-            ):
+            if not _waits_for_node(pod):
                 continue
             self._kube.events.soon(
                 pod,
@@ -290,6 +288,12 @@ class GangKeeper:
         await self._kube.patch(
             "Pod", meta.get("namespace"), meta["name"], group_annotation_patch(podgroup["metadata"]["name"])
         )
+
+
+def _waits_for_node(pod: Json) -> bool:
+    return not (pod.get("spec") or {}).get("nodeName") and not (pod.get("metadata") or {}).get(
+        "deletionTimestamp"
+    )
 
 
 def _pod_ref(namespace: str, name: str, uid: str) -> Json:
