@@ -242,11 +242,51 @@ def test_bound_pods_have_scheduled_and_waiting_pods_failed_scheduling_events(
     assert len(events_of(stack, pod, "FailedScheduling")) == 1
 
 
+def restore_default_scheduler_configuration(stack: stacks.Stack) -> None:
+    """Remove the scenario's jobs (their pending pods keep room reserved on the nodes) and the
+    ConfigMap it wrote, and wait until the scheduler runs its default configuration again."""
+    log = Path(stack.state_dir, "logs", "scheduler.log")
+    seen = len(log.read_text().splitlines())
+    kubectl(stack, "delete", "vcjob", "low", "high", "-n", "default", "--ignore-not-found", "--timeout=60s")
+    kubectl(
+        stack,
+        "delete",
+        "pods",
+        "-n",
+        "default",
+        "-l",
+        "volcano.sh/job-name in (low,high)",
+        "--grace-period=0",
+        "--force",
+    )
+    kubectl(
+        stack,
+        "delete",
+        "configmap",
+        "volcano-scheduler-configmap",
+        "-n",
+        "volcano-system",
+        "--ignore-not-found",
+    )
+
+    def reloaded() -> bool:
+        return any(
+            "scheduler configuration loaded" in line and '"preempt"' not in line
+            for line in log.read_text().splitlines()[seen:]
+        )
+
+    eventually(reloaded, "the scheduler to load its default configuration")
+
+
 def test_a_preemption_is_counted_with_its_victims_and_evict_events(stack: stacks.Stack) -> None:
-    """Last in this file: the scenario resets the cluster (its nodes, queues and jobs) to its own."""
+    """Last in this file: the scenario resets the cluster (its nodes, queues and jobs) to its own,
+    and the scheduler's configuration to one with preempt, which is put back to the default after."""
     before = value(scrape(stack, "scheduler"), "volcano_total_preemption_attempts") or 0
     lines: list[str] = []
-    report = run_files([PREEMPTION], ExternalStack(Path(stack.state_dir)), emit=lines.append)
+    try:
+        report = run_files([PREEMPTION], ExternalStack(Path(stack.state_dir)), emit=lines.append)
+    finally:
+        restore_default_scheduler_configuration(stack)
     assert report.failed == 0, "\n".join(lines)
 
     samples = scrape(stack, "scheduler")
