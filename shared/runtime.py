@@ -13,7 +13,9 @@ import signal
 from collections.abc import Awaitable, Callable
 
 import structlog
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from shared.metrics import exposition
 
 log = structlog.get_logger()
 
@@ -79,7 +81,7 @@ def _route(health: Health, path: str) -> tuple[str, bytes, str]:
         status = "200 OK" if health.ready else "503 Service Unavailable"
         return status, f"{health.detail}\n".encode(), "text/plain"
     if path.startswith("/metrics"):
-        return "200 OK", generate_latest(), CONTENT_TYPE_LATEST
+        return "200 OK", exposition(), CONTENT_TYPE_LATEST
     return "404 Not Found", b"not found\n", "text/plain"
 
 

@@ -18,6 +18,7 @@ from services.controller.dispatch import Dispatcher
 from services.controller.gangs import GangKeeper
 from services.controller.jobs import JobDriver
 from services.controller.kube_writes import KubeWrites
+from services.controller.metrics import count_podgroups_of
 from services.controller.queue_keeper import QueueKeeper
 from services.controller.settings import ControllerSettings
 from shared.bus.nats import Bus, ConsumerSpec
@@ -44,6 +45,7 @@ async def run(settings: ControllerSettings, health: Health) -> None:
     api = await make_api_client(settings.kubeconfig)
     relay = OutboxRelay(sessions, tables.ControllerOutbox, bus)
     cache = Cache()
+    count_podgroups_of(cache)
     dispatcher = Dispatcher(cache)
     kube = KubeWrites(api, dispatcher.written)
     dispatcher.jobs = JobDriver(cache, kube, sessions, clock=SystemClock(), on_committed=relay.kick)

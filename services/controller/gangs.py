@@ -49,6 +49,8 @@ BIND_CONCURRENCY = 64
 # A gang's members change in bursts (a hundred binds, then a hundred starts); its status is
 # written once per burst rather than once per member.
 STATUS_COALESCE_SECONDS = 0.05
+# The source Volcano's scheduler gives its Events (its name, when it serves one scheduler name).
+SCHEDULER_COMPONENT = "volcano"
 
 
 class GangKeeper:
@@ -111,6 +113,7 @@ class GangKeeper:
                     data.podgroup,
                     condition=_condition("Unschedulable", data.condition_reason, data.message),
                 )
+                self._failed_scheduling(data)
             case msg.PodsEvicted():
                 await self._evict(data)
 
@@ -128,6 +131,16 @@ class GangKeeper:
         }
         if refused:
             log.warning("some binds were not carried out", gang=data.podgroup, refused=refused)
+        # kube-scheduler's event on each pod it binds; a redelivered decision ("already") adds none.
+        for b, outcome in zip(data.binds, outcomes, strict=True):
+            if outcome == "bound":
+                self._kube.events.soon(
+                    _pod_ref(b.namespace, b.name, b.uid),
+                    type_="Normal",
+                    reason="Scheduled",
+                    message=f"Successfully assigned {b.namespace}/{b.name} to {b.node}",
+                    component=SCHEDULER_COMPONENT,
+                )
         self._status_soon(
             data.namespace,
             data.podgroup,
@@ -139,6 +152,22 @@ class GangKeeper:
             outcome="done" if not refused else "failed",
             details={"pods": {b.name: b.node for b in bound}, "refused": refused},
         )
+
+    def _failed_scheduling(self, data: msg.GangUnschedulable) -> None:
+        """Volcano's FailedScheduling on each pod of the gang still waiting for a node.
+
+        The scheduler announces a verdict only when its message changes, not every cycle, and
+        the recorder counts repeats on one Event: a gang that waits long writes a handful."""
+        for pod in self._cache.pods_in_group(data.namespace, data.podgroup):
+            if not _waits_for_node(pod):
+                continue
+            self._kube.events.soon(
+                pod,
+                type_="Warning",
+                reason="FailedScheduling",
+                message=data.message,
+                component=SCHEDULER_COMPONENT,
+            )
 
     async def _evict(self, data: msg.PodsEvicted) -> None:
         # Read the pods before evicting them: the eviction deletes a pod, and once the watch has
@@ -155,7 +184,7 @@ class GangKeeper:
                     type_="Warning",
                     reason="Evict",
                     message=f"Pod is evicted, because of {eviction.reason}",
-                    component="volcano",
+                    component=SCHEDULER_COMPONENT,
                 )
         await self._audit(
             "evicted",
@@ -259,6 +288,16 @@ class GangKeeper:
         await self._kube.patch(
             "Pod", meta.get("namespace"), meta["name"], group_annotation_patch(podgroup["metadata"]["name"])
         )
+
+
+def _waits_for_node(pod: Json) -> bool:
+    return not (pod.get("spec") or {}).get("nodeName") and not (pod.get("metadata") or {}).get(
+        "deletionTimestamp"
+    )
+
+
+def _pod_ref(namespace: str, name: str, uid: str) -> Json:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace, "name": name, "uid": uid}}
 
 
 def _condition(kind: str, reason: str, message: str) -> Json:

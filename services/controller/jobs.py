@@ -22,6 +22,7 @@ import structlog
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from services.controller import metrics
 from services.controller.cache import Cache
 from services.controller.core import effects as fx
 from services.controller.core import events as ev
@@ -230,6 +231,7 @@ class JobDriver:
                     await self._kube.create(pod)
                 except ApiError as error:
                     return f"{ref.name}: {error}"
+            metrics.pod_created(job, self._clock.now())
             return None
 
         results = await asyncio.gather(*(create(ref) for ref in effect.pods))
@@ -398,6 +400,7 @@ class JobDriver:
             ),
         ]
         await self._phase_records.submit((row, events))
+        metrics.job_finished(phase, after.namespace, after.name, after.queue)
 
     async def _write_phase_records(self, records: list[_PhaseRecord]) -> list[None]:
         """The phase changes of jobs that moved together: one upsert and their announcements."""

@@ -10,13 +10,13 @@ controller's own writes before the watch delivers them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from kubernetes_asyncio import client
 
 from services.controller.cache import version_of
+from services.controller.event_recorder import EventRecorder
 from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
 
@@ -30,6 +30,7 @@ class KubeWrites:
     def __init__(self, api: client.ApiClient, on_written: Callable[[Json], None]) -> None:
         self._api = api
         self._on_written = on_written
+        self.events = EventRecorder(api)
 
     async def create(self, obj: Json) -> Json | None:
         """Create `obj`; None when it already existed."""
@@ -174,34 +175,6 @@ class KubeWrites:
         message: str,
         component: str = "vc-controller-manager",
     ) -> None:
-        """A Kubernetes Event on `involved`, as `kubectl describe` shows it."""
-        meta = involved.get("metadata") or {}
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "generateName": f"{meta.get('name')}.",
-                "namespace": meta.get("namespace") or "default",
-            },
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion"),
-                "kind": involved.get("kind"),
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace"),
-                "uid": meta.get("uid"),
-            },
-            "type": type_,
-            "reason": reason,
-            "message": message,
-            "source": {"component": component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            await request(
-                self._api, "POST", KINDS["Event"].collection(meta.get("namespace") or "default"), body=event
-            )
-        except ApiError as error:
-            log.warning("event not recorded", reason=reason, error=str(error))
+        """A Kubernetes Event on `involved`, as `kubectl describe` shows it: repeats of the same
+        event count up on one Event, and a flood is cut off (event_recorder.py)."""
+        await self.events.record(involved, type_=type_, reason=reason, message=message, component=component)

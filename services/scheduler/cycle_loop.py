@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from prometheus_client import Counter, Histogram
 from sqlalchemy import delete, insert, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -41,6 +40,7 @@ from services.scheduler.core.plan import CyclePlan
 from services.scheduler.core.snapshot import Snapshot
 from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership, LostLeadership
+from services.scheduler.metrics import CYCLE_PHASE_SECONDS, CycleMetrics, LeadershipWatch, record_error
 from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
 from shared import failpoints
 from shared.clock import Clock
@@ -54,10 +54,6 @@ log = structlog.get_logger()
 SOURCE = "phalanx/scheduler"
 # Where Volcano keeps the scheduler's configuration; named in the audit of a (re)load.
 CONF_NAMESPACE, CONF_NAME = "volcano-system", "volcano-scheduler-configmap"
-
-CYCLE_SECONDS = Histogram("phalanx_scheduler_cycle_seconds", "Time of one scheduling cycle.")
-PLACED_PODS = Counter("phalanx_scheduler_placed_pods_total", "Pods bound by decisions.")
-EVICTED_PODS = Counter("phalanx_scheduler_evicted_pods_total", "Pods evicted by decisions.")
 
 
 class CycleLoop:
@@ -98,6 +94,8 @@ class CycleLoop:
         self.memory = ShellMemory()
         self.cycle = 0
         self.last_plan: CyclePlan | None = None
+        self._metrics = CycleMetrics()
+        self._leading = LeadershipWatch()
 
     def kick(self) -> None:
         self._wake.set()
@@ -106,7 +104,9 @@ class CycleLoop:
         while True:
             started = time.monotonic()
             try:
-                if await self._leadership.try_acquire_or_renew() and await self._caught_up():
+                leading = await self._leadership.try_acquire_or_renew()
+                self._leading.observe(self._leadership.epoch)
+                if leading and await self._caught_up():
                     await self.run_once()
             except asyncio.CancelledError:
                 raise
@@ -114,6 +114,8 @@ class CycleLoop:
                 log.warning("leadership lost; standing by", reason=str(lost))
             except Exception:
                 log.exception("cycle failed")
+                record_error()
+            self._leading.observe(self._leadership.epoch)
             took = time.monotonic() - started
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._period)
@@ -160,14 +162,20 @@ class CycleLoop:
             read = await read_snapshot(
                 session, now=self._clock.now(), expire_before=expire_before, memory=self.memory
             )
+        read_done = time.perf_counter()
         conf = self._current_conf(read.conf_text)
         plan = plan_cycle(read.snapshot, conf)
+        planned = time.perf_counter()
         self.cycle += 1
         await self._commit(plan, read.snapshot, read.verdicts, expire_before)
         await failpoints.hit("sched.after_decide_commit")
         self._remember(plan, read.snapshot)
         self.last_plan = plan
-        CYCLE_SECONDS.observe(time.perf_counter() - started)
+        done = time.perf_counter()
+        CYCLE_PHASE_SECONDS.labels("read").observe(read_done - started)
+        CYCLE_PHASE_SECONDS.labels("plan").observe(planned - read_done)
+        CYCLE_PHASE_SECONDS.labels("commit").observe(done - planned)
+        self._metrics.record(plan, read.snapshot, took_seconds=done - started, now=self._clock.now())
         return plan
 
     def _current_conf(self, stored: str | None) -> SchedulerConf:
@@ -291,7 +299,6 @@ class CycleLoop:
                     placed.gang_uid,
                     audit("placed", placed.gang_uid, details={"pods": {b.name: b.node for b in binds}}),
                 )
-                PLACED_PODS.inc(len(binds))
             for victim_uid, evictions in _by_gang(plan, task_gang).items():
                 items = tuple(
                     msg.Eviction(
@@ -326,7 +333,6 @@ class CycleLoop:
                         },
                     ),
                 )
-                EVICTED_PODS.inc(len(items))
             verdict_rows = []
             for verdict in plan.verdicts:
                 if verdict.gang_uid not in gangs:

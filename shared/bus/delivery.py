@@ -35,6 +35,7 @@ from shared.domain.errors import PermanentError, TemporaryError
 from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
 from shared.messages.envelope import CloudEvent, UnknownEventType, decode, new_event
+from shared.metrics import CONSUMER_DEAD_LETTERS, CONSUMER_HANDLED, CONSUMER_REDELIVERIES
 
 log = structlog.get_logger()
 Handler = Callable[[CloudEvent[Any]], Awaitable[None]]
@@ -55,6 +56,8 @@ class Delivery:
     async def handle(self, msg: Msg) -> None:
         spec = self._spec
         delivered = msg.metadata.num_delivered
+        if delivered > 1:  # the server handed it out again: a crash, a hang or a lost ack before
+            CONSUMER_REDELIVERIES.labels(spec.stream, spec.durable).inc()
         if delivered > spec.max_deliver:
             await self.dead_letter(msg, f"delivered {delivered} times without an outcome (crash or hang)")
             return
@@ -87,11 +90,13 @@ class Delivery:
                 await msg.ack()
                 self._stats.handled += 1
                 self._stats.progress.finished()
+                CONSUMER_HANDLED.labels(spec.stream, spec.durable).inc()
                 return
             if attempt >= spec.max_deliver:
                 await self.dead_letter(msg, f"gave up after {attempt} attempts: {reason}")
                 return
             self._stats.retried += 1
+            CONSUMER_REDELIVERIES.labels(spec.stream, spec.durable).inc()
             await asyncio.sleep(delay if delay is not None else self._backoff(attempt))
             attempt += 1
 
@@ -120,6 +125,7 @@ class Delivery:
         await msg.term()
         self._stats.dead_lettered += 1
         self._stats.progress.dead_lettered()
+        CONSUMER_DEAD_LETTERS.labels(spec.stream, spec.durable).inc()
         self._stats.errors.append(reason)
         if self._service in AUDITED_SERVICES:
             await self._audit(msg, where, reason)

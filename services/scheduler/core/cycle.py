@@ -17,6 +17,7 @@ from services.scheduler.core.actions.evict import preempt, reclaim
 from services.scheduler.core.build import build_context
 from services.scheduler.core.config import DEFAULT_CONF, SchedulerConf
 from services.scheduler.core.context import CycleContext
+from services.scheduler.core.figures import queue_figures
 from services.scheduler.core.messages import verdict
 from services.scheduler.core.plan import (
     GANG_RELEASE,
@@ -57,6 +58,7 @@ def plan_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF) -> CycleP
         underfilled=tuple(
             g.uid for g in ctx.state.gangs if not g.released and _holds(g) and not g.is_ready()
         ),
+        queues=queue_figures(ctx),
     )
 
 

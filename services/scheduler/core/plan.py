@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.domain.resources import Resources
+
 # Eviction reasons, as Volcano's "Pod is evicted, because of <reason>".
 PREEMPT = "preempt"
 RECLAIM = "reclaim"
@@ -70,6 +72,20 @@ class GangVerdict:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueFigures:
+    """One queue at the end of the cycle, for Volcano's queue metrics (milli-units, as Resources)."""
+
+    name: str
+    weight: int
+    allocated: Resources
+    request: Resources
+    deserved: Resources | None  # None when neither proportion nor capacity gives one
+    capability: Resources | None  # None when the queue names no capability
+    share: float  # proportion's dominant share: allocated / deserved
+    overused: bool
+
+
+@dataclass(frozen=True, slots=True)
 class CyclePlan:
     enqueued: tuple[str, ...] = ()  # gang uids moved Pending -> Inqueue
     binds: tuple[GangBinds, ...] = ()
@@ -78,6 +94,7 @@ class CyclePlan:
     released: tuple[str, ...] = ()  # gangs released by the optional below-minimum rule
     nominations: tuple[Nomination, ...] = ()
     underfilled: tuple[str, ...] = ()  # gangs holding resources with fewer members than minimum
+    queues: tuple[QueueFigures, ...] = ()  # every queue's figures after the cycle, for metrics
 
     def verdict_for(self, gang_uid: str) -> GangVerdict | None:
         return next((v for v in self.verdicts if v.gang_uid == gang_uid), None)

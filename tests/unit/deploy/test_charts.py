@@ -72,6 +72,11 @@ EVERYTHING_ON: dict[str, dict[str, Any]] = {
     for chart in SERVICE_CHARTS
 }
 EVERYTHING_ON["phalanx-scheduler"]["schedulerConfig"] = {"create": True}
+EVERYTHING_ON["phalanx-scheduler"]["metrics"] = {
+    **EVERYTHING_ON["phalanx-scheduler"]["metrics"],
+    "dashboards": {"enabled": True},
+    "alertRules": {"enabled": True},
+}
 EVERYTHING_ON["phalanx-admission"]["tls"] = {"existingSecret": "phalanx-admission-tls"}
 EVERYTHING_ON["phalanx-crds"] = {"keep": False, "labels": {"team": "batch"}}
 
