@@ -57,13 +57,13 @@ def ready_text(stack: Stack, state_dir: Path, *, detached: bool, here: Path) -> 
     where = "" if detached else " (in another shell)"
     stop = f"Stop it with: {phalanx} down{state}" if detached else "Ctrl-C stops everything."
     users = shown_path(Path(stack.state_dir) / "nats-users.json", here)
+    console = f"  console (web)        {stack.console_url}\n" if stack.console_url else ""
     return f"""
 [bold green]Phalanx is running.[/bold green]
   cluster (simulated)  {stack.simulator_url}
   NATS                 {without_user(stack.nats_url)}   users: {users}
   PostgreSQL           {without_user(stack.database_url)}
-  console (web)        {stack.console_url}
-  logs                 {shown_path(Path(stack.state_dir) / "logs", here)}
+{console}  logs                 {shown_path(Path(stack.state_dir) / "logs", here)}
 
 Submit a Volcano Job and watch it{where}:
   export KUBECONFIG={shown_path(Path(stack.kubeconfig), here)}

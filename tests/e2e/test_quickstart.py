@@ -165,7 +165,8 @@ def test_the_readme_quickstart_works_as_written(clone: Clone) -> None:
     state_dir = clone.path / ".phalanx"
     clone.leftovers += [Path(s["data_dir"]) for s in json.loads((state_dir / "infra.json").read_text())]
     running = started_processes(state_dir)
-    assert len(running) == 7, running
+    # The simulator, the four services, the console, NATS and PostgreSQL.
+    assert len(running) == 8, running
 
     watched = run_until(
         example, clone.path, re.compile(r"Job default/hello-gang +Running → Completed"), timeout=JOB_S
