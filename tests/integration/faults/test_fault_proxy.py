@@ -17,8 +17,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from phalanx.chaos.proxy import FaultProxy
-from shared.config import PostgresSettings
+from shared.bus.nats import Bus, ConsumerSpec
+from shared.config import NatsSettings, PostgresSettings
+from shared.messages import jobs, subjects
+from shared.messages.envelope import CloudEvent, new_event
 from shared.storage.engine import make_engine
+from tests.integration.foundation.test_bus import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -96,6 +100,44 @@ async def test_drop_closes_connections_and_pass_lets_new_ones_through(proxy: Fau
 def test_a_mode_that_does_not_exist_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="mode must be one of"):
         FaultProxy("127.0.0.1", 1).set_mode("slow")  # type: ignore[arg-type]
+
+
+def _through(url: str, proxy: FaultProxy) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.port}", f":{proxy.port}")))
+
+
+def _phase(name: str) -> CloudEvent[jobs.JobPhaseChanged]:
+    data = jobs.JobPhaseChanged(
+        namespace="default", name=name, uid=f"uid-{name}", previous=None, phase="Running"
+    )
+    return new_event(data, source="test")
+
+
+async def test_a_consumer_whose_nats_link_is_reset_reconnects_and_misses_nothing(
+    bus: Bus, nats_url: str
+) -> None:
+    upstream = urlsplit(nats_url)
+    async with FaultProxy(upstream.hostname or "127.0.0.1", upstream.port or 4222) as proxy:
+        behind = await Bus.connect(NatsSettings(url=_through(nats_url, proxy)), name="phalanx-controller")
+        try:
+            seen: list[str] = []
+
+            async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+                seen.append(event.data.name)
+
+            behind.consume(ConsumerSpec(subjects.JOBS_STREAM, "behind-proxy", ["jobs.>"]), handle)
+            await bus.publish(subjects.job_event("phase", "default", "before"), _phase("before"))
+            await wait_for(lambda: seen == ["before"], timeout=20)
+            proxy.set_mode("reset")
+            await bus.publish(subjects.job_event("phase", "default", "during"), _phase("during"))
+            await asyncio.sleep(1.0)
+            assert seen == ["before"]  # nothing gets through a reset link
+            proxy.set_mode("pass")
+            await wait_for(lambda: "during" in seen, timeout=30)
+            assert seen.count("during") == 1
+        finally:
+            await behind.close()
 
 
 async def test_a_postgres_statement_over_a_blackholed_link_fails_in_bounded_time_then_recovers(
