@@ -7,6 +7,7 @@ phalanx simulator                 the simulated cluster alone
 phalanx scenario run FILE...      run scenarios against the whole stack
 phalanx events watch              the audit stream: the last hour, then live
 phalanx bench NAME...             end-to-end scheduling benchmarks (results in benchmarks/results)
+phalanx chaos                     a seeded soak under faults, judged by the invariant oracle
 phalanx job|queue ...             vcctl's commands, and `job why` / `queue why` (phalanx/vcctl)
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from phalanx.chaos.command import register as register_chaos
 from phalanx.help_format import hide_flag_types
 from phalanx.vcctl.app import register as register_vcctl
 from shared.infra import local
@@ -33,6 +35,7 @@ infra = typer.Typer(
 )
 app.add_typer(infra, name="infra")
 register_vcctl(app)
+register_chaos(app)
 console = Console(soft_wrap=True)
 
 STATE_DIR = typer.Option(Path(".phalanx"), "--state-dir", help="Where state, logs and pids live.")

@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.admission.rules.context import AdmissionContext, QueueView
@@ -38,7 +39,8 @@ QUEUE_ENTRIES = frozenset({"Job", "PodGroup"})
 
 
 class ContextUnavailable(Exception):
-    """The API server could not be asked what a decision depends on; nothing may be admitted."""
+    """The API server or the database could not be asked what a decision depends on; nothing
+    may be admitted."""
 
 
 class ContextLoader:
@@ -68,8 +70,25 @@ class ContextLoader:
         return ctx
 
     async def _from_database(self) -> AdmissionContext:
+        """The cached context, or a fresh read. A pooled connection that died with the server (a
+        PostgreSQL restart: found by `phalanx chaos`) is thrown away and the read tried once more
+        on a new one, so the first reviews after a restart are not refused for nothing; a database
+        that still cannot answer refuses the review as unavailable rather than failing the call."""
         if self._cached is not None and time.monotonic() - self._cached_at < CACHE_SECONDS:
             return self._cached
+        try:
+            return await self._read_database()
+        except DBAPIError as error:
+            if not error.connection_invalidated:
+                raise ContextUnavailable(f"the database could not be read: {error.orig}") from error
+        except OSError as error:
+            raise ContextUnavailable(f"the database could not be reached: {error}") from error
+        try:
+            return await self._read_database()
+        except (DBAPIError, OSError) as error:
+            raise ContextUnavailable(f"the database could not be read: {error}") from error
+
+    async def _read_database(self) -> AdmissionContext:
         async with self._sessions() as session:
             queues = (
                 (await session.execute(select(tables.Queue).where(tables.Queue.deleted.is_(False))))

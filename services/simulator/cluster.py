@@ -18,9 +18,11 @@ import yaml
 from services.simulator.admission import Admission
 from services.simulator.audit import Audit
 from services.simulator.default_scheduler import DefaultScheduler
+from services.simulator.kinds import BY_PATH, PODS
 from services.simulator.kubelet import Kubelets, Timers
 from services.simulator.nodes import DEFAULT_NODES, NodeSpec, parse_node_entries
 from services.simulator.operations import Operations
+from services.simulator.pod_trace import PodTrace
 from services.simulator.ratelimit import TokenBucket
 from services.simulator.settings import SimulatorSettings
 from services.simulator.store import Store
@@ -36,6 +38,7 @@ class Cluster:
     limiter: TokenBucket | None
     scheduler: DefaultScheduler | None
     audit: Audit
+    trace: PodTrace
 
 
 def load_nodes(path: Path | None) -> list[NodeSpec]:
@@ -63,6 +66,9 @@ def build_cluster(
     limiter = TokenBucket(settings.qps, settings.burst, monotonic) if settings.qps else None
     for spec in load_nodes(settings.nodes_file) if nodes is None else nodes:
         kubelets.add_node(spec)
+    trace = PodTrace()
+    store.subscribe(PODS, trace.record)
+    store.subscribe(BY_PATH[("scheduling.volcano.sh", "v1beta1", "podgroups")], trace.record_group)
     return Cluster(
         settings,
         store,
@@ -72,4 +78,5 @@ def build_cluster(
         limiter,
         scheduler,
         Audit(),
+        trace,
     )

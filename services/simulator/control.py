@@ -11,6 +11,7 @@ that the Kubernetes API has no verb for.
   POST   /simulator/v1/nodes/{name}/untaint                         {key, effect?}
   GET    /simulator/v1/audit                                        writes served, pods created and bound
   GET    /simulator/v1/audit/pods                                   when each pod was created and bound
+  GET    /simulator/v1/audit/trace                                  pod placements in order, minMembers
   DELETE /simulator/v1/audit                                        start counting afresh
 
 Node bodies use the nodes file's fields. Where the Kubernetes API has an equivalent (delete a
@@ -39,10 +40,13 @@ async def handle(cluster: Cluster, method: str, parts: list[str], body: Any) -> 
         return 200, await cluster.operations.delete(NODES, "", parts[1])
     if len(parts) == 3 and parts[0] == "nodes" and method == "POST":
         return 200, await _node_action(cluster, parts[1], parts[2], body)
+    if parts == ["audit", "trace"] and method == "GET":
+        return 200, cluster.trace.report()
     if parts[:1] == ["audit"] and len(parts) <= 2 and method == "GET":
         return 200, cluster.audit.report(pods=parts[1:] == ["pods"])
     if parts == ["audit"] and method == "DELETE":
         cluster.audit.reset()
+        cluster.trace.reset()
         return 200, {}
     raise _NOT_FOUND
 

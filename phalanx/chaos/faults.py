@@ -1,0 +1,69 @@
+"""Carrying out one fault on a running stack, the way an operator's worst day would.
+
+- `kill:<service>`: SIGKILL the service's process group, start it again with the same settings and
+  wait until it answers /readyz (phalanx.stack.restart, as tests/e2e/test_restarts.py does).
+- `pause:scheduler`: SIGSTOP the scheduler for longer than its leadership lease, then SIGCONT: it
+  wakes up believing it still leads, the case fencing exists for.
+- `restart:nats`, `restart:postgres`: stop the local server `phalanx up` started and start it again
+  on the same port and data, so every client sees its connections drop and must reconnect.
+
+Servers the stack did not start itself (PHALANX_NATS_URL / PHALANX_DATABASE_URL) are left alone,
+and the fault reports it was skipped rather than pretend it happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from phalanx import stack as stacks
+from shared.infra import local
+
+PAUSE_BEYOND_LEASE_SECONDS = 5.0
+
+
+def inject(stack: stacks.Stack, kind: str, *, lease_seconds: float, durable_postgres: bool = False) -> str:
+    """Carry out `kind` (one of plan.FAULT_KINDS); returns what was done, for the run's log."""
+    action, _, target = kind.partition(":")
+    if action == "kill":
+        stacks.restart(stack, target)
+        return f"SIGKILLed and restarted {target}"
+    if action == "pause":
+        paused = pause(stack.process(target), lease_seconds + PAUSE_BEYOND_LEASE_SECONDS)
+        return f"SIGSTOPped {target} for {paused:.1f} s (lease {lease_seconds:.0f} s), then SIGCONT"
+    if action == "restart":
+        return restart_server(Path(stack.state_dir), target, durable_postgres=durable_postgres)
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+def pause(process: stacks.Process, seconds: float) -> float:
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGCONT)
+    return time.monotonic() - started
+
+
+def restart_server(state_dir: Path, name: str, *, durable_postgres: bool) -> str:
+    servers = local.load(state_dir)
+    server = next((s for s in servers if s.name == name), None)
+    if server is None or name not in (stack_infra(state_dir)):
+        return f"skipped restarting {name}: the stack did not start it"
+    local.stop(server)
+    if name == "nats":
+        fresh = local.start_nats(state_dir, port=server.port)
+    else:
+        fresh = local.start_postgres(state_dir, port=server.port, durable=durable_postgres)
+    local.save(state_dir, [fresh if s.name == name else s for s in servers])
+    return f"restarted {name} on port {server.port}"
+
+
+def stack_infra(state_dir: Path) -> list[str]:
+    loaded = stacks.Stack.load(state_dir)
+    return loaded.infra if loaded else []
