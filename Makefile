@@ -24,6 +24,7 @@ e2e: setup
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports
 
 format: setup
 	.venv/bin/ruff format .

@@ -14,4 +14,6 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# The import contracts in pyproject.toml: layers, independent services, pure cores free of I/O.
+.venv/bin/lint-imports
 exec .venv/bin/pytest -q "$@"

@@ -9,9 +9,9 @@ pending evictions will free, so Volcano's FutureIdle is `idle + releasing`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from services.scheduler.core.snapshot import (
     ALLOCATED,
@@ -29,9 +29,6 @@ from services.scheduler.core.snapshot import (
     TaskInfo,
 )
 from services.scheduler.core.vectors import ResourceSpace, Sparse, add_into
-
-if TYPE_CHECKING:
-    from services.scheduler.core.hdrf import HierarchyShares
 
 READY_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, SUCCEEDED})
 QUEUE_ALLOCATED_STATUSES = frozenset({BOUND, RUNNING, ALLOCATED, PIPELINED})
@@ -147,7 +144,7 @@ class CycleState:
         self.gangs: list[GangView] = []
         self.commits = 0
         self.changes = 0  # bumped by every change of an allocation: lets derived orders go stale
-        self.hierarchy: HierarchyShares | None = None  # drf with enableHierarchy only
+        self.hierarchy: QueueHierarchy | None = None  # drf with enableHierarchy only
         self.anti_affinity_pods = 0  # placed pods whose anti-affinity later pods must respect
         self.releasing_tasks = 0  # pods being evicted: their room can be pipelined onto
         self._undo: list[Callable[[], None]] | None = None
@@ -270,3 +267,14 @@ def valid_task_count(gang: GangView) -> int:
 
 def finished(status: str) -> bool:
     return status in (SUCCEEDED, FAILED)
+
+
+class QueueHierarchy(Protocol):
+    """What the cycle asks of hierarchical drf (`hdrf.HierarchyShares`, set by `build`). Declared
+    here, not imported from `hdrf`, because `hdrf` reads this module's views: no import cycle."""
+
+    def queue_key(self, queue: QueueView) -> tuple[tuple[bool, float], ...]: ...
+
+    def reclaim_allowed(
+        self, reclaimer: GangView, request: Sparse, victim: GangView, batch: Sequence[Sparse]
+    ) -> bool: ...
