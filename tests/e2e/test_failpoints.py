@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from phalanx.scenario.model import ClusterSpec
 from shared.failpoints import ENV
 from shared.infra import local
 from tests.e2e.test_restarts import GANG, PartialGangWatch, job
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 # A partly bound gang waits for its decision to come back to the restarted controller (the ack
@@ -56,10 +56,12 @@ def controller_failpoint(stack: stacks.Stack, failpoints: str) -> Iterator[None]
 
 def wait_until_dead(stack: stacks.Stack, within: float = 60.0) -> None:
     pid = stack.process("controller").pid
-    deadline = time.monotonic() + within
-    while local.is_alive(pid) and not stacks._reaped(pid):
-        assert time.monotonic() < deadline, "the failpoint never fired"
-        time.sleep(0.1)
+    eventually(
+        lambda: not local.is_alive(pid) or stacks._reaped(pid),
+        "the failpoint to fire",
+        within=within,
+        every=0.1,
+    )
 
 
 def bound_pods(core: client.CoreV1Api, prefix: str) -> int:
@@ -71,19 +73,21 @@ def bound_pods(core: client.CoreV1Api, prefix: str) -> int:
 
 
 def completed(custom: client.CustomObjectsApi, names: list[str], within: float = 150.0) -> dict[str, str]:
-    deadline = time.monotonic() + within
-    phases: dict[str, str] = {}
-    while time.monotonic() < deadline:
-        phases = {
-            j["metadata"]["name"]: ((j.get("status") or {}).get("state") or {}).get("phase", "")
-            for j in custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs")[
-                "items"
-            ]
+    def phases() -> dict[str, str]:
+        jobs = custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs")[
+            "items"
+        ]
+        return {
+            j["metadata"]["name"]: ((j.get("status") or {}).get("state") or {}).get("phase", "") for j in jobs
         }
-        if all(phases.get(n) == "Completed" for n in names):
-            break
-        time.sleep(0.5)
-    return {n: phases.get(n, "") for n in names}
+
+    def all_completed() -> bool:
+        seen = phases()
+        assert all(seen.get(n) == "Completed" for n in names), f"not all Completed: {seen}"
+        return True
+
+    eventually(all_completed, within=within, every=0.5)
+    return dict.fromkeys(names, "Completed")
 
 
 def pods_of(core: client.CoreV1Api, prefix: str) -> list[str]:
@@ -120,10 +124,7 @@ def test_a_controller_killed_mid_bind_batch_leaves_no_gang_partly_bound(
     try:
         with controller_failpoint(stack, "ctl.mid_bind_batch=sleep(30)"):
             create(custom, "midbind")
-            deadline = time.monotonic() + 60
-            while bound_pods(core, "midbind") == 0:
-                assert time.monotonic() < deadline, "the gang's first bind never came"
-                time.sleep(0.1)
+            eventually(lambda: bound_pods(core, "midbind"), "the gang's first bind", within=60, every=0.1)
             assert bound_pods(core, "midbind") == 1, "the other binds are held back"
             stacks.stop_process(stack.process("controller"), sig=signal.SIGKILL)
             restart_controller(stack, None)

@@ -20,7 +20,8 @@ import re
 import shutil
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ import yaml
 
 from phalanx import stack as stacks
 from phalanx.scenario import ExternalStack, run_files
+from tests import waiting
 from tests.e2e.conftest import kubectl
 
 pytestmark = [
@@ -39,6 +41,8 @@ pytestmark = [
 NAMESPACE = "metrics-e2e"
 QUEUE = "metrics-q"
 WAIT_SECONDS = 120.0
+# A whole stack acts on its own time: look every half second, for up to WAIT_SECONDS.
+eventually = partial(waiting.eventually, within=WAIT_SECONDS, every=0.5)
 PREEMPTION = Path(__file__).parent / "scenarios" / "scheduler" / "01-preempt-within-queue.yaml"
 SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -70,22 +74,6 @@ def labelled(samples: Samples, name: str, label: str, prefix: str) -> dict[str, 
         for (sample, labels), v in samples.items()
         if sample == name and dict(labels).get(label, "").startswith(prefix)
     }
-
-
-def eventually(check: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        try:
-            result = check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        else:
-            if result is not None and result is not False:
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
 
 
 def job(name: str, *, node_selector: dict[str, str] | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import yaml
 
 from phalanx import stack as stacks
 from tests.e2e.conftest import kubectl
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.e2e,
@@ -92,14 +93,14 @@ def create(stack: stacks.Stack, obj: dict[str, Any]) -> Any:
 
 
 def wait_for(stack: stacks.Stack, args: list[str], wanted: str, *, within: float = 120.0) -> str:
-    got = ""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        got = kubectl(stack, *args).stdout
-        if got == wanted:
-            break
-        time.sleep(0.5)
-    return got
+    """kubectl's answer to `args` once it is `wanted`."""
+    eventually(
+        lambda: kubectl(stack, *args).stdout == wanted,
+        f"`kubectl {' '.join(args)}` to say {wanted!r}",
+        within=within,
+        every=0.5,
+    )
+    return wanted
 
 
 def run_valid_job(stack: stacks.Stack, name: str) -> str:

@@ -36,6 +36,7 @@ from phalanx.scenario.manifests import command_manifest
 from phalanx.scenario.model import ClusterSpec
 from shared.messages import subjects
 from shared.storage import tables
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 GANG = 4
@@ -252,17 +253,18 @@ def _wait_for(
     within: float = 60,
 ) -> dict[str, Any]:
     """The job's status once `holds` is true of it (with `gone_ok`, of {} once the job is gone)."""
-    deadline = time.monotonic() + within
-    status: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+
+    def status_once_it_holds() -> tuple[dict[str, Any]]:
         found = kube.get("Job", "default", name)
         if found is None and gone_ok:
-            return {}
+            return ({},)
         status = (found or {}).get("status") or {}
-        if found is not None and holds(status):
-            return status
-        time.sleep(0.2)
-    raise AssertionError(f"job {name}: condition not reached within {within:.0f} s; last status {status}")
+        assert found is not None, f"job {name} is gone"
+        assert holds(status), f"job {name}: condition not reached; last status {status}"
+        return (status,)  # a tuple: truthy even for an empty status
+
+    (status,) = eventually(status_once_it_holds, within=within, every=0.2)
+    return status
 
 
 PLUGINS = {"plugins": {"env": [], "svc": [], "ssh": []}}
@@ -391,10 +393,7 @@ def _owned_objects(kube: Kube) -> dict[tuple[str, str], str]:
 
 
 def _until(holds: Callable[[], bool], within: float = 30) -> None:
-    deadline = time.monotonic() + within
-    while not holds():
-        assert time.monotonic() < deadline, f"not reached within {within:.0f} s"
-        time.sleep(0.2)
+    eventually(holds, within=within, every=0.2)
 
 
 def _names(kube: Kube, kind: str, selector: str) -> list[str]:

@@ -11,13 +11,14 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from phalanx import stack as stacks
+from tests import waiting
 from tests.e2e.conftest import kubectl
 
 pytestmark = [
@@ -34,6 +35,8 @@ JOB_COLUMNS = (
     "Failed    Unknown     RetryCount"
 )
 WAIT_S = 90.0
+# A whole stack acts on its own time: look every half second, for up to WAIT_S.
+eventually = partial(waiting.eventually, within=WAIT_S, every=0.5)
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +98,6 @@ def why(stack: stacks.Stack, *args: str) -> str:
     done = run(PHALANX, stack, "job", "why", *args, "--state-dir", stack.state_dir)
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"not within {WAIT_S}s: {what}")
 
 
 def job_phase(stack: stacks.Stack, name: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 from shared.bus.nats import Bus, ConsumerSpec
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
-from tests.integration.foundation.test_bus import wait_for
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 SUBJECT = subjects.job_event("phase", "default", "j1")
@@ -42,7 +42,7 @@ async def test_a_retried_message_is_not_overtaken_by_the_next_of_its_object(bus:
     bus.consume(spec("ordered"), handle)
     await bus.publish(SUBJECT, phase("Running"))
     await bus.publish(SUBJECT, phase("Completed"))
-    await wait_for(lambda: len(handled) == 2)
+    await until(lambda: len(handled) == 2)
     assert handled == ["Running", "Completed"]
 
 
@@ -57,7 +57,7 @@ async def test_a_handler_bug_is_retried_not_dead_lettered_at_once(bus: Bus) -> N
 
     stats = bus.consume(spec("buggy"), handle)
     await bus.publish(SUBJECT, phase("Running"))
-    await wait_for(lambda: stats.handled == 1)
+    await until(lambda: stats.handled == 1)
     assert stats.dead_lettered == 0
 
 
@@ -93,7 +93,7 @@ async def test_a_message_of_an_unknown_type_is_handed_back_before_it_is_dead_let
         "data": {"namespace": "default", "name": "j1"},
     }
     await bus.publish_raw(SUBJECT, orjson.dumps(future), msg_id="from-a-newer-version")
-    await wait_for(lambda: stats.dead_lettered == 1)
+    await until(lambda: stats.dead_lettered == 1)
     # Handed back twice (for a replica that knows the type) before the third delivery gave up.
     assert stats.retried == 2
     assert "gave up after 3 deliveries" in stats.errors[0]

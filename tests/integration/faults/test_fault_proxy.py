@@ -22,7 +22,7 @@ from shared.config import NatsSettings, PostgresSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
 from shared.storage.engine import make_engine
-from tests.integration.foundation.test_bus import wait_for
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -128,13 +128,13 @@ async def test_a_consumer_whose_nats_link_is_reset_reconnects_and_misses_nothing
 
             behind.consume(ConsumerSpec(subjects.JOBS_STREAM, "behind-proxy", ["jobs.>"]), handle)
             await bus.publish(subjects.job_event("phase", "default", "before"), _phase("before"))
-            await wait_for(lambda: seen == ["before"], timeout=20)
+            await until(lambda: seen == ["before"], within=20)
             proxy.set_mode("reset")
             await bus.publish(subjects.job_event("phase", "default", "during"), _phase("during"))
             await asyncio.sleep(1.0)
             assert seen == ["before"]  # nothing gets through a reset link
             proxy.set_mode("pass")
-            await wait_for(lambda: "during" in seen, timeout=30)
+            await until(lambda: "during" in seen, within=30)
             assert seen.count("during") == 1
         finally:
             await behind.close()

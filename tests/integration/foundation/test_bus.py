@@ -12,6 +12,7 @@ from shared.config import NatsSettings
 from shared.domain.errors import PermanentError, TemporaryError
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -27,14 +28,6 @@ async def bus(nats_url: str) -> AsyncIterator[Bus]:
 def phase_event(name: str, phase: str, *, event_id: str | None = None) -> CloudEvent[jobs.JobPhaseChanged]:
     data = jobs.JobPhaseChanged(namespace="default", name=name, uid=f"uid-{name}", previous=None, phase=phase)
     return new_event(data, source="test", event_id=event_id)
-
-
-async def wait_for(condition: object, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():  # type: ignore[operator]
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 def spec(durable: str, **overrides: object) -> ConsumerSpec:
@@ -57,7 +50,7 @@ async def test_published_event_is_consumed_typed(bus: Bus) -> None:
 
     bus.consume(spec("typed"), handle)
     await bus.publish(subjects.job_event("phase", "default", "j1"), phase_event("j1", "Running"))
-    await wait_for(lambda: seen)
+    await until(lambda: seen)
     assert seen == [
         jobs.JobPhaseChanged(namespace="default", name="j1", uid="uid-j1", previous=None, phase="Running")
     ]
@@ -82,7 +75,7 @@ async def test_nak_on_temporary_error_redelivers(bus: Bus) -> None:
 
     stats = bus.consume(spec("flaky", max_deliver=5), flaky)
     await bus.publish(subjects.job_event("phase", "default", "j1"), phase_event("j1", "Running"))
-    await wait_for(lambda: stats.handled == 1)
+    await until(lambda: stats.handled == 1)
     assert len(attempts) == 3
     assert len(set(attempts)) == 1, "the same event is redelivered"
     assert stats.retried == 2
@@ -112,7 +105,7 @@ async def test_repeated_failure_is_dead_lettered_after_max_deliver(bus: Bus) -> 
 
     stats = bus.consume(spec("broken", max_deliver=3), broken)
     await bus.publish(subjects.job_event("phase", "default", "j9"), phase_event("j9", "Running"))
-    await wait_for(lambda: stats.dead_lettered == 1)
+    await until(lambda: stats.dead_lettered == 1)
     assert attempts == 3
 
 
@@ -122,7 +115,7 @@ async def test_undecodable_payload_is_dead_lettered(bus: Bus) -> None:
 
     stats = bus.consume(spec("strict"), never)
     await bus.publish_raw("jobs.phase.default.x", b'{"type": "nobody.knows"}', msg_id="junk")
-    await wait_for(lambda: stats.dead_lettered == 1)
+    await until(lambda: stats.dead_lettered == 1)
     assert "unknown event type" in stats.errors[0]
 
 
@@ -142,7 +135,7 @@ async def test_events_of_one_object_are_handled_in_order(bus: Bus) -> None:
         for phase in phases:
             await bus.publish(subjects.job_event("phase", "default", name), phase_event(name, phase))
     bus.consume(spec("ordered", max_deliver=10), record)
-    await wait_for(lambda: len(order.get("j1", [])) == 20 and len(order.get("j2", [])) == 20)
+    await until(lambda: len(order.get("j1", [])) == 20 and len(order.get("j2", [])) == 20)
     assert order["j1"] == phases
     assert order["j2"] == phases
 
@@ -164,7 +157,7 @@ async def test_names_with_dots_stay_one_subject_token(bus: Bus) -> None:
         subjects.job_event("phase", "default", "my.job.v2"), phase_event("my.job.v2", "Running")
     )
     await bus.publish(subjects.job_event("phase", "default", "my"), phase_event("my", "Running"))
-    await wait_for(lambda: seen)
+    await until(lambda: seen)
     await asyncio.sleep(0.3)
     assert seen == ["my.job.v2"]
 
@@ -180,11 +173,11 @@ async def test_consumer_resumes_after_restart(nats_url: str) -> None:
     await first.ensure_streams()
     first.consume(spec("durable"), handle)
     await first.publish(subjects.job_event("phase", "default", "j1"), phase_event("j1", "a"))
-    await wait_for(lambda: seen == ["a"])
+    await until(lambda: seen == ["a"])
     await first.close()
 
     second = await Bus.connect(NatsSettings(url=nats_url), name="second")
     await second.publish(subjects.job_event("phase", "default", "j1"), phase_event("j1", "b"))
     second.consume(spec("durable"), handle)
-    await wait_for(lambda: seen == ["a", "b"])
+    await until(lambda: seen == ["a", "b"])
     await second.close()

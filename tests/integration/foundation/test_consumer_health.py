@@ -20,7 +20,8 @@ from shared.domain.errors import PermanentError
 from shared.messages import subjects
 from shared.messages.envelope import CloudEvent
 from shared.runtime import Health, serve_health
-from tests.integration.foundation.test_bus import phase_event, spec, wait_for
+from tests.integration.foundation.test_bus import phase_event, spec
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 QUICK = {"health_every": 0.1}
@@ -50,7 +51,7 @@ async def readyz(port: int) -> tuple[str, str]:
     return head.splitlines()[0], body
 
 
-def until(release: asyncio.Event) -> Callable[[CloudEvent[object]], Awaitable[None]]:
+def hold_until(release: asyncio.Event) -> Callable[[CloudEvent[object]], Awaitable[None]]:
     """A handler that completes only once `release` is set."""
 
     async def handler(event: CloudEvent[object]) -> None:
@@ -70,13 +71,13 @@ async def test_a_consumer_whose_handler_never_completes_is_not_ready_until_it_do
 ) -> None:
     health, bus = health_and_bus
     release = asyncio.Event()
-    hangs = until(release)
+    hangs = hold_until(release)
     server = await serve_health(health, 0)
     port = server.sockets[0].getsockname()[1]
     try:
         bus.consume(spec("hangs", stuck_after=0.5, **QUICK), hangs)
         await publish(bus, 1, "hang")
-        await wait_for(lambda: not health.ready, timeout=20)
+        await until(lambda: not health.ready, within=20)
         status, body = await readyz(port)
         assert status.endswith("503 Service Unavailable")
         assert "consumer hangs stuck: 1 message(s) in progress and none finished" in body
@@ -84,7 +85,7 @@ async def test_a_consumer_whose_handler_never_completes_is_not_ready_until_it_do
         assert unhealthy("hangs", "lagging") == 0.0
 
         release.set()
-        await wait_for(lambda: health.ready, timeout=20)
+        await until(lambda: health.ready, within=20)
         status, body = await readyz(port)
         assert status.endswith("200 OK")
         assert unhealthy("hangs", "stuck") == 0.0
@@ -97,17 +98,17 @@ async def test_a_consumer_that_falls_behind_is_not_ready_while_it_lags(
 ) -> None:
     health, bus = health_and_bus
     release = asyncio.Event()
-    slow = until(release)
+    slow = hold_until(release)
     # One message at a time: the rest wait on the server, which is what lag is.
     bus.consume(spec("slow", max_lag=5, in_flight=1, batch=1, **QUICK), slow)
     await publish(bus, 20, "lag")
-    await wait_for(lambda: not health.ready, timeout=20)
+    await until(lambda: not health.ready, within=20)
     assert "consumer slow lagging:" in health.detail
     assert "(limit 5)" in health.detail
     assert unhealthy("slow", "lagging") == 1.0
 
     release.set()
-    await wait_for(lambda: health.ready, timeout=30)
+    await until(lambda: health.ready, within=30)
     assert unhealthy("slow", "lagging") == 0.0
 
 
@@ -121,11 +122,11 @@ async def test_a_consumer_dead_lettering_in_a_loop_is_not_ready_until_the_loop_e
 
     bus.consume(spec("refuses", dead_letter_loop=3, dead_letter_window=3.0, **QUICK), refuses)
     await publish(bus, 5, "dlq")
-    await wait_for(lambda: not health.ready, timeout=20)
+    await until(lambda: not health.ready, within=20)
     assert "consumer refuses dead_lettering: 5 messages dead-lettered in 3 s" in health.detail
     assert unhealthy("refuses", "dead_lettering") == 1.0
     # Nothing more fails: once the window has passed the consumer is ready again.
-    await wait_for(lambda: health.ready, timeout=20)
+    await until(lambda: health.ready, within=20)
     assert unhealthy("refuses", "dead_lettering") == 0.0
 
 
@@ -138,7 +139,7 @@ async def test_a_healthy_consumer_keeps_the_service_ready(health_and_bus: tuple[
 
     bus.consume(spec("handles", stuck_after=0.5, max_lag=50, dead_letter_loop=3, **QUICK), handles)
     await publish(bus, 30, "ok")
-    await wait_for(lambda: len(seen) == 30)
+    await until(lambda: len(seen) == 30)
     await asyncio.sleep(1.0)  # several assessments after the work
     assert health.ready
     assert all(unhealthy("handles", reason) == 0.0 for reason in ("stuck", "lagging", "dead_lettering"))

@@ -20,6 +20,7 @@ from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
 from shared.storage import outbox, tables
 from shared.storage.engine import make_sessions
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -34,13 +35,6 @@ def event(name: str) -> CloudEvent[jobs.JobPhaseChanged]:
         namespace="default", name=name, uid=f"uid-{name}", previous=None, phase="Running"
     )
     return new_event(data, source="test")
-
-
-async def until(condition: object, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():  # type: ignore[operator]
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def connect(nats_url: str) -> Bus:

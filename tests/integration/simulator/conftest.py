@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
@@ -36,16 +34,6 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
 @pytest.fixture(scope="module")
 def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client)
-
-
-def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
-    """Poll until `check` returns something truthy (the simulator acts on its own loop)."""
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.02)
 
 
 def pod_manifest(name: str, cpu: str = "1", scheduler: str = "volcano", **annotations: str) -> dict:

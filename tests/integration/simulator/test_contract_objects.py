@@ -6,7 +6,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.integration.simulator.conftest import eventually, pod_manifest
+from tests.integration.simulator.conftest import pod_manifest
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 

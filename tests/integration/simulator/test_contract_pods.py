@@ -11,7 +11,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from services.simulator.testing import RunningSimulator
-from tests.integration.simulator.conftest import eventually, pod_manifest
+from tests.integration.simulator.conftest import pod_manifest
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
