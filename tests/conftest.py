@@ -23,6 +23,20 @@ from shared.storage import migrate, roles
 
 TEMPLATE = "phalanx_template"
 
+LAYERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test carries a layer marker, or `make unit` and friends would silently skip it."""
+    unmarked = sorted(
+        {item.nodeid.split("::")[0] for item in items if not any(item.get_closest_marker(m) for m in LAYERS)}
+    )
+    if unmarked:
+        raise pytest.UsageError(
+            "every test file declares its layer (pytestmark = pytest.mark.unit|integration|e2e); "
+            f"these do not: {', '.join(unmarked)}"
+        )
+
 
 @pytest.fixture(scope="session")
 def infra_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from phalanx.bench import report, runner, workloads
+
+pytestmark = pytest.mark.e2e
 
 
 def test_a_scaled_down_s2_run_binds_every_gang_whole_and_writes_its_results(tmp_path: Path) -> None:

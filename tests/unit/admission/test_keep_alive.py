@@ -4,8 +4,12 @@ disconnected". kube-apiserver keeps idle connections 90 s; the simulator keeps t
 
 from __future__ import annotations
 
+import pytest
+
 from services.admission.settings import AdmissionSettings
 from services.simulator.admission import WEBHOOK_KEEPALIVE_SECONDS
+
+pytestmark = pytest.mark.unit
 
 KUBE_APISERVER_IDLE_SECONDS = 90
 

@@ -8,6 +8,8 @@ import pytest
 
 from phalanx.bench import figures, workloads
 
+pytestmark = pytest.mark.unit
+
 
 def test_percentile_interpolates_between_closest_ranks() -> None:
     values = [float(v) for v in range(1, 101)]  # 1 .. 100

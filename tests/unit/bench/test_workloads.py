@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from phalanx.bench import workloads
 from phalanx.bench.workloads import SCENARIOS
 from shared.volcano.job import Job
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_scenarios_match_the_issue() -> None:

@@ -8,6 +8,8 @@ import pytest
 
 from shared.batching import Batcher
 
+pytestmark = pytest.mark.unit
+
 
 class Recorder:
     """A flush that doubles each item and remembers how the items were grouped."""

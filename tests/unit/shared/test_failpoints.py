@@ -8,6 +8,8 @@ import pytest
 
 from shared import failpoints
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def configured(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
