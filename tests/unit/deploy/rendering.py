@@ -33,6 +33,8 @@ def nats_user(service: str) -> str:
 
 
 ALL_CHARTS = (*SERVICE_CHARTS, "phalanx-crds")
+# The library chart the service charts share their helpers and common objects from.
+LIBRARY_CHART = "phalanx-common"
 RELEASE = "phalanx"
 NAMESPACE = "phalanx-system"
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")

@@ -18,6 +18,7 @@ import yaml
 from tests.unit.deploy.rendering import (
     ALL_CHARTS,
     CHARTS,
+    LIBRARY_CHART,
     NAMESPACE,
     SERVICE_CHARTS,
     container,
@@ -133,9 +134,21 @@ def test_namespaced_objects_go_to_the_release_namespace(chart: str, values: dict
             assert obj["metadata"]["namespace"] == NAMESPACE
 
 
-def test_every_service_chart_shares_the_same_helpers() -> None:
-    helpers = {chart: (CHARTS / chart / "templates" / "_helpers.tpl").read_text() for chart in SERVICE_CHARTS}
-    assert len(set(helpers.values())) == 1, "edit _helpers.tpl in all four service charts together"
+@pytest.mark.parametrize("chart", SERVICE_CHARTS)
+def test_every_service_chart_takes_its_shared_templates_from_the_library_chart(chart: str) -> None:
+    meta = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())
+    assert [d["name"] for d in meta["dependencies"]] == [LIBRARY_CHART]
+    # Helm renders a dependency from the chart's charts/ folder: there it is the library itself.
+    assert (CHARTS / chart / "charts" / LIBRARY_CHART).resolve() == CHARTS / LIBRARY_CHART
+    assert not (CHARTS / chart / "templates" / "_helpers.tpl").exists(), "helpers live in phalanx-common"
+
+
+def test_the_library_chart_lints_and_renders_nothing_by_itself() -> None:
+    meta = yaml.safe_load((CHARTS / LIBRARY_CHART / "Chart.yaml").read_text())
+    assert meta["type"] == "library"
+    report = helm.lint(CHARTS / LIBRARY_CHART, strict=True, namespace=NAMESPACE)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
 
 
 @pytest.mark.parametrize("chart", SERVICE_CHARTS)

@@ -1,7 +1,7 @@
 {{/*
-Helpers shared by every Phalanx service chart. This file is identical in phalanx-watcher,
-phalanx-admission, phalanx-controller and phalanx-scheduler (tests/unit/deploy checks it): a
-chart differs from another only in its Deployment's command, its RBAC and its Service ports.
+Helpers shared by every Phalanx service chart, which depends on this library chart: a chart
+differs from another only in its Deployment's extra environment, ports and volumes, its RBAC and
+its Service ports. The objects every chart renders alike are in the other files here.
 */}}
 
 {{/* The service this chart runs: the chart name without "phalanx-" (watcher, scheduler, ...). */}}
