@@ -36,7 +36,8 @@ from services.controller.core.observe import (
     pod_event,
     podgroup_event,
 )
-from services.controller.core.plugins import plugin_objects
+from services.controller.core.plugins import plugin_object_names, plugin_objects, ssh
+from services.controller.core.plugins.args import plugin_args
 from services.controller.core.plugins.ssh import secret_conflict
 from services.controller.core.plugins.sshkeys import generate_key_pair
 from services.controller.core.pods import build_pod, build_pvc
@@ -270,34 +271,41 @@ class JobDriver:
 
     async def _ensure_plugins(self, job: Json, effect: fx.EnsurePluginResources) -> None:
         namespace = job["metadata"].get("namespace", "default")
-        keys = generate_key_pair() if "ssh" in effect.plugins else None
-        for obj in plugin_objects(job, keys, effect.plugins):
-            if obj["kind"] == "Secret":
-                existing = await self._kube.get("Secret", namespace, obj["metadata"]["name"])
-                conflict = secret_conflict(existing, job)
-                if conflict:
-                    await self._kube.record_event(
-                        job, type_="Warning", reason="PluginError", message=conflict
-                    )
-                    continue
-                if existing is not None:
-                    continue
+        keyless = tuple(p for p in effect.plugins if p != ssh.NAME)
+        for obj in plugin_objects(job, None, keyless):
             created = await self._kube.create(obj)
             if created is None and effect.refresh and obj["kind"] == "ConfigMap":
                 await self._kube.patch(
                     "ConfigMap", namespace, obj["metadata"]["name"], {"data": obj.get("data")}
                 )
+        if ssh.NAME in effect.plugins:
+            for _, name in plugin_object_names(job, [ssh.NAME]):
+                await self._ensure_ssh_secret(job, namespace, name)
+
+    async def _ensure_ssh_secret(self, job: Json, namespace: str, name: str) -> None:
+        """Create the ssh plugin's Secret unless it exists. A key pair is drawn only then, and off
+        the event loop: a 2048-bit RSA key takes tens to hundreds of milliseconds of CPU."""
+        existing = await self._kube.get("Secret", namespace, name)
+        conflict = secret_conflict(existing, job)
+        if conflict:
+            await self._kube.record_event(job, type_="Warning", reason="PluginError", message=conflict)
+            return
+        if existing is not None:
+            return
+        keys = ssh.user_key_pair(plugin_args(job, ssh.NAME) or []) or await asyncio.to_thread(
+            generate_key_pair
+        )
+        for obj in plugin_objects(job, keys, [ssh.NAME]):
+            await self._kube.create(obj)
 
     async def _delete_plugins(self, job: Json, effect: fx.DeletePluginResources) -> None:
         namespace = job["metadata"].get("namespace", "default")
         uid = job["metadata"]["uid"]
-        for obj in plugin_objects(
-            job, generate_key_pair() if "ssh" in effect.plugins else None, effect.plugins
-        ):
-            existing = await self._kube.get(obj["kind"], namespace, obj["metadata"]["name"])
+        for kind, name in plugin_object_names(job, effect.plugins):
+            existing = await self._kube.get(kind, namespace, name)
             owners = (existing or {}).get("metadata", {}).get("ownerReferences") or []
             if existing is not None and any(o.get("uid") == uid for o in owners):
-                await self._kube.delete(obj["kind"], namespace, obj["metadata"]["name"])
+                await self._kube.delete(kind, namespace, name)
 
     async def _ensure_pvcs(self, job: Json, effect: fx.EnsurePVCs) -> None:
         namespace = job["metadata"].get("namespace", "default")
