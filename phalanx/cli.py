@@ -280,6 +280,9 @@ def bench(
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the pods to be bound."),
     keep: bool = typer.Option(False, "--keep", help="Leave the stack running afterwards."),
     profile: Path = typer.Option(None, "--profile", help="Write py-spy profiles of every service here."),
+    ceiling: bool = typer.Option(
+        True, "--ceiling/--no-ceiling", help="Also measure the machine's ceiling for the load, after the run."
+    ),
 ) -> None:
     """Run the whole stack against the simulator, create a scenario's load and record the figures."""
     from phalanx import progress
@@ -291,7 +294,7 @@ def bench(
             f"unknown scenario {unknown[0]!r}; known: {', '.join(workloads.SCENARIOS)}", param_hint="NAMES"
         )
     settings = runner.RunSettings(
-        qps=qps, scale=scale, timeout_s=timeout, keep_stack=keep, profile_dir=profile
+        qps=qps, scale=scale, timeout_s=timeout, keep_stack=keep, profile_dir=profile, ceiling=ceiling
     )
     for name in names:
         scenario = workloads.scaled(workloads.SCENARIOS[name], scale)

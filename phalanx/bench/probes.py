@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import nats
 from sqlalchemy import text
@@ -58,6 +59,17 @@ def cpu_seconds(pid: int) -> float:
 
 def cpu_by_name(pids: Mapping[str, int]) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """The most resident memory the process has held (VmHWM), in MiB; None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 async def jetstream_messages(nats_url: str) -> dict[str, int]:

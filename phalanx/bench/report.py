@@ -74,6 +74,7 @@ def render(result: Result, *, when: datetime | None = None) -> str:
         lines.append(
             f"| within a gang, first → last bind, p50 / p90 / p99 / max | {_spread(f.gang_bind_spread)} s |"
         )
+    lines += _ceiling_lines(result)
     lines += [
         "",
         "## Cost per bound pod",
@@ -88,6 +89,8 @@ def render(result: Result, *, when: datetime | None = None) -> str:
     total = sum(result.cpu_seconds.values())
     lines += [
         f"| all | {_num(total, 2)} | {_num(total * 1000 / pods, 2)} |",
+        "",
+        f"Scheduler peak resident memory (VmHWM): {_num(result.scheduler_peak_rss_mib or math.nan, 0)} MiB.",
         "",
         "| writes | total | per pod |",
         "|---|---|---|",
@@ -109,6 +112,31 @@ def render(result: Result, *, when: datetime | None = None) -> str:
     if result.notes:
         lines += ["## Notes", "", *(f"- {note}" for note in result.notes), ""]
     return "\n".join(lines)
+
+
+def _ceiling_lines(result: Result) -> list[str]:
+    """The machine's ceiling, measured after the stack stopped, and Phalanx's share of it."""
+    ceiling = result.ceiling
+    if ceiling is None:
+        return []
+    return [
+        "",
+        "## The machine's ceiling in this run",
+        "",
+        "The load generator created and bound the same pods itself, straight against a simulator of "
+        "the same cluster, with no Phalanx in between (`phalanx/bench/ceiling.py`). The ratio "
+        "compensates for a machine shared with other work: compare it across runs, not the pods/s.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| ceiling: pods created and bound / seconds | {ceiling.pods} / {_num(ceiling.seconds, 2)} s |",
+        f"| ceiling: pods/s, binds ÷ (last bind - first create) | {_num(ceiling.pods_per_s)} |",
+        f"| ceiling: CPU ms per pod, simulator / load generator | "
+        f"{_num(ceiling.simulator_cpu_s * 1000 / max(ceiling.pods, 1), 2)} / "
+        f"{_num(ceiling.generator_cpu_s * 1000 / max(ceiling.pods, 1), 2)} |",
+        "| **Phalanx's pods/s as a fraction of the ceiling** | "
+        f"**{_num(result.ceiling_ratio or math.nan, 2)}** |",
+    ]
 
 
 def write(result: Result, directory: Path) -> Path:

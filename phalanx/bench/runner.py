@@ -30,6 +30,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from phalanx import stack as stacks
+from phalanx.bench import ceiling as ceilings
 from phalanx.bench import figures, probes, workloads
 from phalanx.bench.workloads import NAMESPACE, Scenario
 from phalanx.progress import Silent, Steps
@@ -63,6 +64,7 @@ class RunSettings:
     stall_s: float = 30.0
     keep_stack: bool = False
     profile_dir: Path | None = None  # py-spy profiles of every service while measuring, if set
+    ceiling: bool = True  # also measure the machine's ceiling for the load (ceiling.py)
 
 
 @dataclass
@@ -77,6 +79,15 @@ class Result:
     create_failures: int
     environment: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    ceiling: ceilings.Ceiling | None = None
+    scheduler_peak_rss_mib: float | None = None
+
+    @property
+    def ceiling_ratio(self) -> float | None:
+        """Phalanx's end-to-end pods/s as a fraction of the machine's ceiling in the same run."""
+        if self.ceiling is None or not self.ceiling.pods_per_s:
+            return None
+        return self.figures.pods_per_s_end_to_end / self.ceiling.pods_per_s
 
 
 def run(
@@ -108,13 +119,18 @@ def run(
             steps=steps,
         )
         try:
-            return asyncio.run(_measure(stack, scenario, settings, say, steps))
+            result = asyncio.run(_measure(stack, scenario, settings, say, steps))
         finally:
             if settings.keep_stack:
                 say(f"stack kept running in {state_dir} (phalanx down --state-dir {state_dir})")
             else:
                 steps.step("stopping the stack")
                 stacks.down(state_dir)
+        if settings.ceiling and not settings.keep_stack:
+            # After the stack is down, so the ceiling has the machine as Phalanx's run had it.
+            steps.step(f"the machine's ceiling: creating and binding {scenario.measured_pods} pods directly")
+            result.ceiling = ceilings.measure(scenario, state_dir, nodes_file, simulator_args)
+        return result
 
 
 async def _measure(
@@ -166,6 +182,7 @@ async def _measure(
         js_after = await probes.jetstream_messages(stack.nats_url)
         pg_after = await probes.postgres_counters(stack.database_url)
         audit = await _audit(session, "GET", "/pods")
+        scheduler_rss = probes.peak_rss_mib(pids["scheduler"]) if "scheduler" in pids else None
 
     return Result(
         scenario,
@@ -187,6 +204,7 @@ async def _measure(
         ),
         create_failures=failures,
         environment=await _environment(stack),
+        scheduler_peak_rss_mib=scheduler_rss,
     )
 
 

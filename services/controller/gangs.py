@@ -51,6 +51,10 @@ BIND_CONCURRENCY = 64
 STATUS_COALESCE_SECONDS = 0.05
 # The source Volcano's scheduler gives its Events (its name, when it serves one scheduler name).
 SCHEDULER_COMPONENT = "volcano"
+# gang's JobValid reasons: a gang whose pods are not all created yet. Volcano leaves such a job
+# out of the session (only its PodGroup condition says why), so its pods get no FailedScheduling
+# Event; here that also spares a Job's pods an Event each time one more of them is created.
+GANG_NOT_VALID = frozenset({"NotEnoughTasks", "NotEnoughPodsOfTask"})
 
 
 class GangKeeper:
@@ -113,7 +117,8 @@ class GangKeeper:
                     data.podgroup,
                     condition=_condition("Unschedulable", data.condition_reason, data.message),
                 )
-                self._failed_scheduling(data)
+                if data.condition_reason not in GANG_NOT_VALID:
+                    self._failed_scheduling(data)
             case msg.PodsEvicted():
                 await self._evict(data)
 

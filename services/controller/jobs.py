@@ -3,7 +3,10 @@
 For a change to a Job, its pods or its PodGroup, `JobDriver` builds the job's state from the
 cache (`observe_job`), classifies the change (`pod_event`, `podgroup_event`, `job_event`), calls
 `transition`, and applies the effects in order, each idempotent. One job's changes are handled
-one at a time (a lock per job uid); different jobs run concurrently. Timers for delayed actions
+one at a time (a lock per job uid); different jobs run concurrently. A pod change that only asks
+for a sync (a pod bound, or Running with no delayed action waiting on it) is not run on its own:
+one sync of the job runs shortly after, for the whole burst (a hundred binds, then a hundred
+starts), as Volcano's work queue folds repeated requests for one job into one. Timers for delayed actions
 and the TTL are armed here and kept in `job_timers` (timers.py), so a restarted controller re-arms
 them at their deadlines (`restore_timers`). A phase change is recorded in the `jobs` table and
 announced on `jobs.*` and `audit.*` through the controller's outbox, in one transaction.
@@ -24,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller import metrics
 from services.controller.cache import Cache
+from services.controller.coalesce import Coalescer
 from services.controller.core import effects as fx
 from services.controller.core import events as ev
 from services.controller.core.jobpodgroup import build_podgroup, podgroup_needs_update
@@ -59,6 +63,8 @@ Json = dict[str, Any]
 SOURCE = "phalanx/controller"
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 CREATE_CONCURRENCY = 32
+# How long a job's plain syncs wait for the rest of their burst before one of them runs.
+SYNC_COALESCE_SECONDS = 0.05
 # A job's phase record (its `job_records` row) and the messages that announce the change.
 _PhaseRecord = tuple[Json, list[tuple[str, CloudEvent[Any]]]]
 _UPDATED_ON_CHANGE = ("phase", "retry_count", "version", "updated_at")
@@ -87,6 +93,7 @@ class JobDriver:
         self._podgroup_checked: dict[str, tuple[Any, ...]] = {}  # job uid -> what last agreed
         # Jobs that change phase together (a burst of Jobs, each one pod) share one transaction.
         self._phase_records = Batcher(self._write_phase_records)
+        self._syncs = Coalescer(SYNC_COALESCE_SECONDS, self.resync, what="job sync")
 
     # -- entry points: one per kind of change ---------------------------------------------------
 
@@ -99,7 +106,7 @@ class JobDriver:
             await self._drive(new["metadata"]["uid"], lambda _: event)
 
     async def pod_changed(self, job_uid: str, old: Json | None, new: Json | None) -> None:
-        await self._drive(job_uid, lambda state: pod_event(old, new, state))
+        await self._drive(job_uid, lambda state: pod_event(old, new, state), coalesce_syncs=True)
 
     async def podgroup_changed(self, job_uid: str, old: Json | None, new: Json) -> None:
         event = podgroup_event(old, new)
@@ -124,7 +131,13 @@ class JobDriver:
 
     # -- the transition -------------------------------------------------------------------------
 
-    async def _drive(self, job_uid: str, classify: Callable[[JobState], ev.JobEvent | None]) -> None:
+    async def _drive(
+        self,
+        job_uid: str,
+        classify: Callable[[JobState], ev.JobEvent | None],
+        *,
+        coalesce_syncs: bool = False,
+    ) -> None:
         async with self._locks[job_uid]:
             job = self._cache.by_uid("Job", job_uid)
             if job is None:
@@ -132,6 +145,9 @@ class JobDriver:
             state = self._observe(job)
             event = classify(state)
             if event is None:
+                return
+            if coalesce_syncs and _only_syncs(event, state):
+                self._syncs.request(job_uid)
                 return
             await self._transition(job, state, event)
 
@@ -425,6 +441,15 @@ class JobDriver:
             outbox.enqueue_many(session, tables.ControllerOutbox, announcements)
         self._on_committed()
         return [None] * len(records)
+
+
+def _only_syncs(event: ev.JobEvent, state: JobState) -> bool:
+    """Whether the event's whole transition is a sync of the job: the controller's own events
+    match no user policy, and a Running pod changes nothing else unless a delayed action waits
+    on that pod (its start cancels it)."""
+    if isinstance(event, ev.OutOfSync):
+        return True
+    return isinstance(event, ev.PodRunning) and state.timer(event.pod) is None
 
 
 def _version(obj: Json | None) -> str | None:

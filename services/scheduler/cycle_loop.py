@@ -92,6 +92,7 @@ class CycleLoop:
         self._conf_news: AuditRecorded | None = None  # a (re)load not yet on the audit stream
         self._wake = asyncio.Event()
         self.memory = ShellMemory()
+        self._mirror_epoch: int | None = None
         self.cycle = 0
         self.last_plan: CyclePlan | None = None
         self._metrics = CycleMetrics()
@@ -115,6 +116,8 @@ class CycleLoop:
             except Exception:
                 log.exception("cycle failed")
                 record_error()
+                # What failed may have been half applied: read the cluster whole next time.
+                self.memory.mirror.reset()
             self._leading.observe(self._leadership.epoch)
             took = time.monotonic() - started
             with contextlib.suppress(TimeoutError):
@@ -157,6 +160,11 @@ class CycleLoop:
 
     async def run_once(self) -> CyclePlan:
         started = time.perf_counter()
+        if self._mirror_epoch != self._leadership.epoch:
+            # Gaining leadership reads the cluster whole: a standby's mirror may be stale, and
+            # the verdicts were written by another leader meanwhile.
+            self.memory.mirror.reset()
+            self._mirror_epoch = self._leadership.epoch
         expire_before = self._expire_before()
         async with self._sessions() as session, session.begin():
             read = await read_snapshot(
@@ -333,7 +341,7 @@ class CycleLoop:
                         },
                     ),
                 )
-            verdict_rows = []
+            verdict_rows: list[dict[str, Any]] = []
             for verdict in plan.verdicts:
                 if verdict.gang_uid not in gangs:
                     continue
@@ -407,6 +415,11 @@ class CycleLoop:
                 await session.execute(statement)
             if events:
                 outbox.enqueue_many(session, tables.SchedulerOutbox, events)
+        # Committed: the mirror now holds the verdicts as the table does, so that no cycle reads
+        # them back.
+        self.memory.mirror.recorded(
+            {r["gang_uid"]: (r["reason"], r["message"], r["queue"]) for r in verdict_rows}, placed_uids
+        )
         if news is not None and self._conf_news is news:
             self._conf_news = None
         if events:

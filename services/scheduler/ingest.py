@@ -7,6 +7,11 @@ cycle's pending decisions that the cluster now shows carried out (a pod bound, a
 a PodGroup out of Pending), which releases them from the snapshot's overlay. A `KindResynced`
 marker tombstones what the watcher's relist no longer saw, unless a newer relist's marker was
 applied before it (`resync_markers`).
+
+Every row written gets a new `change_seq`, and ingest transactions take one advisory lock first,
+so they commit in the order of their numbers even with several replicas ingesting: a reader that
+has seen number N has seen every row numbered below it, and the cycle reads only what is past it
+(mirror.py).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sqlalchemy import and_, or_, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,6 +29,8 @@ from shared.messages.envelope import CloudEvent
 from shared.storage import tables
 
 INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap")
+# Any fixed number: the advisory lock that puts ingest transactions in the order of their numbers.
+INGEST_LOCK = 0x5048_414C_0015
 
 
 class Ingester:
@@ -58,7 +65,11 @@ class Ingester:
             held = latest.get(key)
             if held is None or held.values["resource_version"] <= row.values["resource_version"]:
                 latest[key] = row
+        if not latest and not resyncs:
+            self.ingested += len(events)
+            return
         async with self._sessions() as session, session.begin():
+            await session.execute(select(func.pg_advisory_xact_lock(INGEST_LOCK)))
             by_table: dict[type[tables.Base], list[dict[str, Any]]] = {}
             for (table, _), row in latest.items():
                 by_table.setdefault(table, []).append(row.values)
@@ -80,7 +91,7 @@ async def _upsert(session: AsyncSession, table: type[tables.Base], rows: list[di
     excluded = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=key,
-        set_={c: excluded[c] for c in columns if c not in key},
+        set_={**{c: excluded[c] for c in columns if c not in key}, "change_seq": _next_change()},
         where=core_table.c.resource_version <= excluded.resource_version,
     )
     # A Core statement with a list of parameter sets: SQLAlchemy compiles it once (and caches it)
@@ -136,8 +147,12 @@ async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> No
             columns.relist_id.is_distinct_from(marker.relist_id),
             columns.resource_version <= marker.resource_version,
         )
-        .values(deleted=True)
+        .values(deleted=True, change_seq=_next_change())
     )
+
+
+def _next_change() -> Any:
+    return func.nextval(tables.CHANGE_SEQUENCE)
 
 
 def _is_new_work(row: Row) -> bool:

@@ -1,11 +1,13 @@
 """Shell: read one consistent snapshot from PostgreSQL into the core's dataclasses.
 
-One REPEATABLE READ, READ ONLY transaction reads every table the cycle needs, so the picture is
-consistent even while the ingester writes. Pending decisions created after `expire_before` are
-overlaid: a bind decision makes its pod Bound on its node, an eviction makes it Releasing, an
-enqueue makes its gang Inqueue. So what a previous cycle decided counts as allocated until the
-cluster confirms it, or until the cycle loop expires it (when ingest has caught up past its
-time-to-live, and the controller no longer carries it out), and nothing is booked twice.
+One REPEATABLE READ, READ ONLY transaction brings the in-memory mirror of the cluster's rows up
+to date (only the rows ingest changed since the last cycle, mirror.py) and reads the pending
+decisions, so the picture is consistent even while the ingester writes. Pending decisions
+created after `expire_before` are overlaid: a bind decision makes its pod Bound on its node, an
+eviction makes it Releasing, an enqueue makes its gang Inqueue. So what a previous cycle decided
+counts as allocated until the cluster confirms it, or until the cycle loop expires it (when
+ingest has caught up past its time-to-live, and the controller no longer carries it out), and
+nothing is booked twice.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import String, any_, bindparam, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.scheduler.core import snapshot as core
+from services.scheduler.mirror import ClusterMirror
 from shared.domain.resources import Resources
 from shared.storage import tables
 
@@ -45,6 +47,8 @@ class ShellMemory:
     # unchanged from one cycle to the next, and rebuilding every node and pod was most of a
     # cycle's cost in a large cluster.
     built: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
+    # The rows themselves, brought up to date from what ingest changed since the last cycle.
+    mirror: ClusterMirror = field(default_factory=ClusterMirror)
 
     # One Resources object per distinct request: the core converts each request object once per
     # cycle (by identity), and the pods of a job all ask for the same.
@@ -87,30 +91,13 @@ class ReadResult:
 async def read_snapshot(
     session: AsyncSession, *, now: datetime, expire_before: datetime | None, memory: ShellMemory
 ) -> ReadResult:
-    """`expire_before`: pending decisions created before it no longer count (None: all count)."""
+    """`expire_before`: pending decisions created before it no longer count (None: all count).
+
+    The cluster's rows come from the memory's mirror, which reads only what changed since the
+    last cycle (mirror.py); pending decisions are read whole each cycle, as they are few."""
     await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
-    # Plain rows from Core selects, not ORM instances: building and tracking an instance per pod
-    # was most of a cycle's cost on a large cluster.
-    queue, priority_class = tables.Queue.__table__.c, tables.PriorityClass.__table__.c
-    group = tables.PodGroup.__table__.c
-    queue_rows = (await session.execute(select(tables.Queue.__table__).where(queue.deleted.is_(False)))).all()
-    priority_rows = (
-        await session.execute(select(tables.PriorityClass.__table__).where(priority_class.deleted.is_(False)))
-    ).all()
-    group_rows = (
-        await session.execute(
-            select(tables.PodGroup.__table__).where(group.deleted.is_(False), group.phase != "Completed")
-        )
-    ).all()
-    # Nodes and pods, the big tables: first their keys and versions, then whole rows (with their
-    # JSON columns) only for what changed since the objects the memory holds were built.
-    pod, node = tables.Pod.__table__, tables.Node.__table__
-    live_pods = (pod.c.deleted.is_(False), pod.c.phase.in_(("Pending", "Running", "Succeeded")))
-    pod_rows = (await session.execute(select(*_POD_ROUTING).where(*live_pods))).all()
-    pod_details = await _changed_rows(session, pod, pod.c.uid, live_pods, pod_rows, "pods", memory)
-    live_nodes = (node.c.deleted.is_(False),)
-    node_rows = (await session.execute(select(node.c.name, node.c.resource_version).where(*live_nodes))).all()
-    node_details = await _changed_rows(session, node, node.c.name, live_nodes, node_rows, "nodes", memory)
+    mirror = memory.mirror
+    await mirror.catch_up(session)
     decision = tables.Decision
     counted = select(decision.kind, decision.gang_uid, decision.pod_uid, decision.node).where(
         decision.state == "pending"
@@ -118,63 +105,17 @@ async def read_snapshot(
     if expire_before is not None:
         counted = counted.where(decision.created_at > expire_before)
     decision_rows = (await session.execute(counted)).all()
-    conf_row = (
-        await session.execute(
-            select(tables.SchedulerConfig.conf).where(tables.SchedulerConfig.deleted.is_(False))
-        )
-    ).first()
-    verdict = tables.GangVerdict
-    verdicts = {
-        uid: (reason, message, queue)
-        for uid, reason, message, queue in (
-            await session.execute(select(verdict.gang_uid, verdict.reason, verdict.message, verdict.queue))
-        ).all()
-    }
     snapshot = build_snapshot(
         now=now,
-        queues=queue_rows,
-        nodes=node_rows,
-        priority_classes=priority_rows,
-        groups=group_rows,
-        pods=pod_rows,
+        queues=mirror.queues.values(),
+        nodes=mirror.nodes.values(),
+        priority_classes=mirror.priority_classes.values(),
+        groups=mirror.groups.values(),
+        pods=mirror.pods.values(),
         decisions=decision_rows,
         memory=memory,
-        pod_details=pod_details,
-        node_details=node_details,
     )
-    return ReadResult(snapshot, conf_row[0] if conf_row else None, verdicts)
-
-
-_POD = tables.Pod.__table__.c
-# What decides where a pod goes in the snapshot (a gang's task, or another pod on a node).
-_POD_ROUTING = (
-    _POD.uid,
-    _POD.resource_version,
-    _POD.ours,
-    _POD.group_name,
-    _POD.namespace,
-    _POD.node_name,
-    _POD.phase,
-)
-
-
-async def _changed_rows(
-    session: AsyncSession,
-    table: Any,
-    key: Any,
-    live: tuple[Any, ...],
-    versions: Collection[Any],
-    memory_table: str,
-    memory: ShellMemory,
-) -> dict[str, Any]:
-    """Whole rows, by key, for the rows whose version the memory holds no object for."""
-    missing = [row[0] for row in versions if not memory.holds(memory_table, row[0], row.resource_version)]
-    if not missing:
-        return {}
-    statement = select(table).where(*live)
-    if len(missing) < len(versions):
-        statement = statement.where(key == any_(bindparam("keys", missing, type_=ARRAY(String))))
-    return {row._mapping[key.name]: row for row in (await session.execute(statement)).all()}
+    return ReadResult(snapshot, mirror.conf_text, mirror.verdicts)
 
 
 def build_snapshot(
@@ -188,11 +129,8 @@ def build_snapshot(
     pods: Collection[Any],
     decisions: Collection[Any],
     memory: ShellMemory,
-    pod_details: Mapping[str, Any] | None = None,
-    node_details: Mapping[str, Any] | None = None,
 ) -> core.Snapshot:
-    """The core's snapshot. `pods` and `nodes` may carry only keys, versions and routing columns
-    when the whole rows of the changed ones are in `pod_details` and `node_details`."""
+    """The core's snapshot; objects built from unchanged rows are reused from `memory`."""
     binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
     evicting = {d.pod_uid for d in decisions if d.kind == "evict"}
     enqueued = {d.gang_uid for d in decisions if d.kind == "enqueue"}
@@ -205,14 +143,13 @@ def build_snapshot(
     members: dict[tuple[str, str], list[core.TaskInfo]] = defaultdict(list)
     others: list[core.OtherPod] = []
     for pod in pods:
-        whole = _whole(pod, pod_details)
         if pod.ours and pod.group_name:
-            task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, whole, memory))
+            task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, pod, memory))
             members[(pod.namespace, pod.group_name)].append(
                 _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )
         elif pod.node_name and pod.phase in ("Pending", "Running"):
-            other = memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, whole, memory))
+            other = memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, pod, memory))
             others.append(other)
     gangs = []
     for group in groups:
@@ -240,12 +177,7 @@ def build_snapshot(
     return core.Snapshot(
         nodes=tuple(
             sorted(
-                (
-                    memory.reuse(
-                        "nodes", n.name, n.resource_version, partial(_node, _whole(n, node_details, "name"))
-                    )
-                    for n in nodes
-                ),
+                (memory.reuse("nodes", n.name, n.resource_version, partial(_node, n)) for n in nodes),
                 key=lambda n: n.name,
             )
         ),
@@ -305,13 +237,6 @@ def _task(pod: Any, memory: ShellMemory) -> core.TaskInfo:
         labels=placement.get("labels") or {},
         priority_class_name=pod.priority_class or "",
     )
-
-
-def _whole(row: Any, details: Mapping[str, Any] | None, key: str = "uid") -> Any:
-    """The whole row for `row` when only its routing columns were read (and it changed)."""
-    if details is None:
-        return row
-    return details.get(getattr(row, key), row)
 
 
 def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
