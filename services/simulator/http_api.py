@@ -323,8 +323,11 @@ def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
     options = _json(body)
     if not isinstance(options, dict):
         options = {}
-    if params.get("propagationPolicy"):
-        options["propagationPolicy"] = params["propagationPolicy"]
+    for option in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
+        if params.get(option):
+            options[option] = params[option]
+    if isinstance(options.get("orphanDependents"), str):
+        options["orphanDependents"] = options["orphanDependents"] == "true"
     return options
 
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from services.simulator import errors, pod_status
+from services.simulator import deletion, disruption, errors, pod_status
 from services.simulator.admission import Admission
 from services.simulator.errors import ApiError
-from services.simulator.kinds import BY_PATH, PODS, Kind
+from services.simulator.kinds import BY_PATH, PDBS, PODS, Kind
 from services.simulator.patches import apply_patch
 from services.simulator.store import Store, timestamp
 from services.simulator.webhook_rules import AdmissionAttributes
@@ -151,8 +151,9 @@ class Operations:
             kind,
             namespace,
             name,
-            propagation=options.get("propagationPolicy") or "Background",
+            propagation=deletion.policy(options),
             uid=preconditions.get("uid"),
+            grace_seconds=deletion.requested_grace(options),
         )
 
     # -- pod subresources ------------------------------------------------------------------
@@ -200,13 +201,26 @@ class Operations:
         return success_status(201)
 
     async def evict(self, namespace: str, name: str, eviction: Any) -> dict[str, Any]:
-        """pods/eviction: with no disruption budgets to consult, an eviction deletes the pod."""
+        """pods/eviction: delete the pod (gracefully) if its disruption budget allows; 429 if not."""
         pod = self._store.get(PODS, namespace, name)
         body = eviction if isinstance(eviction, dict) else {}
-        preconditions = (body.get("deleteOptions") or {}).get("preconditions") or {}
+        options = body.get("deleteOptions") or {}
+        preconditions = options.get("preconditions") or {}
         _check_uid(pod, preconditions.get("uid"), "pods/eviction")
         await self._admission.validate(self._attributes("CREATE", PODS, "eviction", body, None, pod))
-        self._store.delete(PODS, namespace, name, uid=preconditions.get("uid"))
+        budgets = [b for b in self._store.iterate(PDBS, namespace) if disruption.covers(b, pod)]
+        pdb = disruption.eviction_verdict(pod, budgets)
+        if pdb is not None:
+            # The budget's disruption is spent before the pod goes, so a concurrent eviction
+            # reads the lower count (the store is single-threaded: nothing interleaves here).
+            self._store.update(PDBS, disruption.spent(pdb, name, self._clock()))
+        self._store.delete(
+            PODS,
+            namespace,
+            name,
+            uid=preconditions.get("uid"),
+            grace_seconds=deletion.requested_grace(options),
+        )
         return success_status(201)
 
     # -- helpers ---------------------------------------------------------------------------
