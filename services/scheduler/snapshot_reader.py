@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.scheduler.core import snapshot as core
+from services.scheduler.projection import RELEASING_PHASE
 from shared.domain.resources import Resources
 from shared.storage import tables
 
@@ -32,6 +33,7 @@ _TASK_STATUS = {
     "Running": core.RUNNING,
     "Succeeded": core.SUCCEEDED,
     "Failed": core.FAILED,
+    RELEASING_PHASE: core.RELEASING,
 }
 
 
@@ -105,7 +107,10 @@ async def read_snapshot(
     # Nodes and pods, the big tables: first their keys and versions, then whole rows (with their
     # JSON columns) only for what changed since the objects the memory holds were built.
     pod, node = tables.Pod.__table__, tables.Node.__table__
-    live_pods = (pod.c.deleted.is_(False), pod.c.phase.in_(("Pending", "Running", "Succeeded")))
+    live_pods = (
+        pod.c.deleted.is_(False),
+        pod.c.phase.in_(("Pending", "Running", "Succeeded", RELEASING_PHASE)),
+    )
     pod_rows = (await session.execute(select(*_POD_ROUTING).where(*live_pods))).all()
     pod_details = await _changed_rows(session, pod, pod.c.uid, live_pods, pod_rows, "pods", memory)
     live_nodes = (node.c.deleted.is_(False),)
@@ -211,7 +216,7 @@ def build_snapshot(
             members[(pod.namespace, pod.group_name)].append(
                 _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )
-        elif pod.node_name and pod.phase in ("Pending", "Running"):
+        elif pod.node_name and pod.phase in ("Pending", "Running", RELEASING_PHASE):
             other = memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, whole, memory))
             others.append(other)
     gangs = []
