@@ -178,28 +178,19 @@ class GangKeeper:
         # eviction invisible to users (and to `kubectl get events`).
         pods = {(e.namespace, e.name): self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions}
 
-        async def evicted(eviction: msg.Eviction) -> None:
+        async def warn(eviction: msg.Eviction, reason: str, message: str) -> None:
             pod = pods[(eviction.namespace, eviction.name)]
             if pod is not None:
                 await self._kube.record_event(
-                    pod,
-                    type_="Warning",
-                    reason="Evict",
-                    message=f"Pod is evicted, because of {eviction.reason}",
-                    component=SCHEDULER_COMPONENT,
+                    pod, type_="Warning", reason=reason, message=message, component=SCHEDULER_COMPONENT
                 )
+
+        async def evicted(eviction: msg.Eviction) -> None:
+            await warn(eviction, "Evict", f"Pod is evicted, because of {eviction.reason}")
 
         async def refused(eviction: msg.Eviction, why: str) -> None:
             # Surfaced where users look: on the pod, and in the audit trail of its gang.
-            pod = pods[(eviction.namespace, eviction.name)]
-            if pod is not None:
-                await self._kube.record_event(
-                    pod,
-                    type_="Warning",
-                    reason="EvictionRefused",
-                    message=f"Pod could not be evicted for {eviction.reason}: {why}",
-                    component=SCHEDULER_COMPONENT,
-                )
+            await warn(eviction, "EvictionRefused", f"Pod could not be evicted for {eviction.reason}: {why}")
             await self._audit(
                 "eviction-refused",
                 data,

@@ -8,7 +8,7 @@ Against the simulator over HTTP, which serves policy/v1 budgets and 429s as kube
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,7 +19,7 @@ from services.controller.evictions import Evictor
 from services.controller.kube_writes import KubeWrites
 from services.simulator.nodes import NodeSpec
 from services.simulator.testing import RunningSimulator, running_simulator
-from shared.kube.client import make_api_client, request
+from shared.kube.client import request
 from shared.messages import decisions as msg
 
 pytestmark = pytest.mark.integration
@@ -27,19 +27,13 @@ PODS = "/api/v1/namespaces/default/pods"
 BUDGETS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
 
 
+# Kubelets that start pods at once, unlike the rest of the fault tests': budgets count running pods.
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[RunningSimulator]:
     with running_simulator(
         nodes=[NodeSpec("node-0", cpu="8", memory="8Gi")], kubelet_start_delay=0.02
     ) as sim:
         yield sim
-
-
-@pytest.fixture
-async def api(simulator: RunningSimulator) -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client(str(simulator.kubeconfig_path))
-    yield api
-    await api.close()
 
 
 async def guarded_pods(api: client.ApiClient, app: str, min_available: int) -> list[dict[str, Any]]:
@@ -77,6 +71,18 @@ def eviction(pod: dict[str, Any]) -> msg.Eviction:
     )
 
 
+async def first_attempt(
+    api: client.ApiClient, pod: dict[str, Any], seconds: float, outcomes: Outcomes
+) -> list[str]:
+    evictor = Evictor(KubeWrites(api, lambda _: None))
+    return await evictor.evict_all(
+        [eviction(pod)],
+        datetime.now(UTC) + timedelta(seconds=seconds),
+        on_evicted=outcomes.on_evicted,
+        on_refused=outcomes.on_refused,
+    )
+
+
 class Outcomes:
     def __init__(self) -> None:
         self.evicted: list[str] = []
@@ -97,14 +103,8 @@ async def test_a_refused_eviction_is_retried_and_goes_through_once_the_budget_al
 ) -> None:
     pods = await guarded_pods(api, "later", min_available=2)
     outcomes = Outcomes()
-    evictor = Evictor(KubeWrites(api, lambda _: None))
 
-    first = await evictor.evict_all(
-        [eviction(pods[0])],
-        datetime.now(UTC) + timedelta(seconds=20),
-        on_evicted=outcomes.on_evicted,
-        on_refused=outcomes.on_refused,
-    )
+    first = await first_attempt(api, pods[0], 20, outcomes)
     assert first == ["refused"]
     await request(
         api,
@@ -124,14 +124,8 @@ async def test_a_refused_eviction_is_retried_and_goes_through_once_the_budget_al
 async def test_an_eviction_refused_until_the_decision_expires_is_reported(api: client.ApiClient) -> None:
     pods = await guarded_pods(api, "never", min_available=2)
     outcomes = Outcomes()
-    evictor = Evictor(KubeWrites(api, lambda _: None))
 
-    first = await evictor.evict_all(
-        [eviction(pods[1])],
-        datetime.now(UTC) + timedelta(seconds=2),
-        on_evicted=outcomes.on_evicted,
-        on_refused=outcomes.on_refused,
-    )
+    first = await first_attempt(api, pods[1], 2, outcomes)
     await asyncio.wait_for(outcomes.settled.wait(), 10)
 
     assert first == ["refused"]
