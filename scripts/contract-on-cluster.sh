@@ -9,4 +9,5 @@ export PHALANX_CONTRACT_CLUSTER=1
 exec .venv/bin/pytest -q -p no:randomly \
   tests/integration/simulator/test_contract_deletion.py \
   tests/integration/simulator/test_contract_eviction.py \
+  tests/integration/simulator/test_contract_dryrun.py \
   "$@"

@@ -181,6 +181,14 @@ class Store(OwnerGraph):
         self._commit("ADDED", kind, obj, None)
         return obj
 
+    def check_insert(self, kind: Kind, obj: dict[str, Any]) -> None:
+        """What `insert` would refuse (a dry run): 409 when the name is taken, 404 without the namespace."""
+        metadata = obj["metadata"]
+        if self.find(kind, metadata.get("namespace", ""), metadata["name"]) is not None:
+            raise errors.already_exists(kind.plural, kind.group, metadata["name"])
+        if kind.namespaced and self.find(NAMESPACES, "", metadata.get("namespace", "")) is None:
+            raise errors.not_found("namespaces", "", metadata.get("namespace", ""))
+
     def create(self, kind: Kind, body: dict[str, Any], namespace: str = "") -> dict[str, Any]:
         """Create without admission (the simulator's own writes and tests)."""
         obj = self.prepare_create(kind, body, namespace)
@@ -266,6 +274,14 @@ class Store(OwnerGraph):
         self._track_owners(kind, old, new)
         self._commit("MODIFIED", kind, new, old)
         return new
+
+    def check_replace(self, kind: Kind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """What `replace` would store (a dry run), at the stored resourceVersion; 409 if stale."""
+        metadata = new["metadata"]
+        current = self.get(kind, metadata.get("namespace", ""), metadata["name"])
+        if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(kind.plural, kind.group, metadata["name"], errors.STALE_OBJECT)
+        return {**new, "metadata": {**metadata, "resourceVersion": current["metadata"]["resourceVersion"]}}
 
     def update(self, kind: Kind, new: dict[str, Any]) -> dict[str, Any]:
         """Write a whole new version of a stored object (the simulator's own status writes)."""
