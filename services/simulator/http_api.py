@@ -305,6 +305,8 @@ def _discovery(parts: list[str]) -> Any:
         return kinds.resource_list(parts[1], parts[2])
     if parts and parts[0] in ("healthz", "readyz", "livez"):
         return "ok"
+    if parts == ["openapi", "v2"]:
+        return openapi.v2()
     if parts == ["openapi", "v3"]:
         return openapi.root()
     if len(parts) > 2 and parts[:2] == ["openapi", "v3"]:
