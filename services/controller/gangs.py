@@ -6,7 +6,8 @@ audited (leader_check.py). Then it is fenced: a gang's decisions from an older s
 than one already acted on are ignored (fences.py). Placing binds every
 pod of the gang concurrently (a pod already bound to that node counts as done); enqueueing moves
 the PodGroup to Inqueue so its job's pods get created; an unschedulable verdict becomes the
-PodGroup's Unschedulable condition with Volcano's message; evicting goes through pods/eviction.
+PodGroup's Unschedulable condition with Volcano's message; evicting goes through pods/eviction
+(evictions.py: a disruption budget's 429 is retried, then reported).
 PodGroup phase and counters follow its pods (`podgroup_status`); plain pods that ask for our
 scheduler get a PodGroup of their own.
 """
@@ -31,6 +32,7 @@ from services.controller.core.podgroups import (
     podgroup_for_pod,
     podgroup_status,
 )
+from services.controller.evictions import Evictor
 from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
 from services.controller.leader_check import LeaderCheck
@@ -77,6 +79,7 @@ class GangKeeper:
         self._admitted: set[tuple[str, str]] = set()  # enqueued since the last status write
         self._conditions: dict[tuple[str, str], Json] = {}  # newest condition not yet written
         self._fences = DecisionFences(sessions)
+        self._evictor = Evictor(kube)
         self._leader = LeaderCheck(sessions)
         # The audit rows of decisions carried out together share one transaction.
         self._audits = Batcher(self._write_audits)
@@ -178,25 +181,51 @@ class GangKeeper:
         # Read the pods before evicting them: the eviction deletes a pod, and once the watch has
         # dropped it from the cache there would be nothing to hang the Evict event on, leaving the
         # eviction invisible to users (and to `kubectl get events`).
-        pods = [self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions]
-        results = await asyncio.gather(
-            *(self._kube.evict(e.namespace, e.name, e.uid) for e in data.evictions)
-        )
-        for eviction, pod, done in zip(data.evictions, pods, results, strict=True):
-            if pod is not None and done:
+        pods = {(e.namespace, e.name): self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions}
+
+        async def warn(eviction: msg.Eviction, reason: str, message: str) -> None:
+            pod = pods[(eviction.namespace, eviction.name)]
+            if pod is not None:
                 await self._kube.record_event(
-                    pod,
-                    type_="Warning",
-                    reason="Evict",
-                    message=f"Pod is evicted, because of {eviction.reason}",
-                    component=SCHEDULER_COMPONENT,
+                    pod, type_="Warning", reason=reason, message=message, component=SCHEDULER_COMPONENT
                 )
+
+        async def evicted(eviction: msg.Eviction) -> None:
+            await warn(eviction, "Evict", f"Pod is evicted, because of {eviction.reason}")
+
+        async def refused(eviction: msg.Eviction, why: str) -> None:
+            # Surfaced where users look: on the pod, and in the audit trail of its gang.
+            await warn(eviction, "EvictionRefused", f"Pod could not be evicted for {eviction.reason}: {why}")
+            await self._audit(
+                "eviction-refused",
+                data,
+                outcome="denied",
+                reason="DisruptionBudget",
+                message=why,
+                details={"pods": [eviction.name], "preemptor": data.preemptor},
+            )
+
+        outcomes = await self._evictor.evict_all(
+            data.evictions, data.valid_until, on_evicted=evicted, on_refused=refused
+        )
+        for eviction, outcome in zip(data.evictions, outcomes, strict=True):
+            if outcome == "evicted":
+                await evicted(eviction)
         await self._audit(
             "evicted",
             data,
             details={
-                "pods": [e.name for e, done in zip(data.evictions, results, strict=True) if done],
+                "pods": [e.name for e, o in zip(data.evictions, outcomes, strict=True) if o == "evicted"],
                 "preemptor": data.preemptor,
+                **(
+                    {
+                        "refused": [
+                            e.name for e, o in zip(data.evictions, outcomes, strict=True) if o == "refused"
+                        ]
+                    }
+                    if "refused" in outcomes
+                    else {}
+                ),
             },
         )
 

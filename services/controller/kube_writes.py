@@ -26,6 +26,17 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
+class EvictionRefused(Exception):
+    """429 from pods/eviction: a PodDisruptionBudget does not allow the disruption now."""
+
+
+def _refusal(error: ApiError) -> str:
+    causes = (error.body.get("details") or {}).get("causes") or []
+    told = "; ".join(str(c.get("message")) for c in causes if c.get("message"))
+    message = str(error.body.get("message") or error)
+    return f"{message} {told}".strip()
+
+
 class KubeWrites:
     def __init__(self, api: client.ApiClient, on_written: Callable[[Json], None]) -> None:
         self._api = api
@@ -133,7 +144,8 @@ class KubeWrites:
         return "bound"
 
     async def evict(self, namespace: str, name: str, uid: str) -> bool:
-        """Evict the pod of this uid; False when it is gone or was replaced by a newer namesake."""
+        """Evict the pod of this uid; False when it is gone or was replaced by a newer namesake.
+        EvictionRefused (429) when its disruption budget forbids it for now."""
         eviction = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -145,6 +157,8 @@ class KubeWrites:
         except ApiError as error:
             if error.status in (404, 409):
                 return False
+            if error.status == 429:
+                raise EvictionRefused(_refusal(error)) from None
             raise
         return True
 

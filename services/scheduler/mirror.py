@@ -21,10 +21,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.scheduler.projection import RELEASING_PHASE
 from shared.storage import tables
 
 Verdict = tuple[str, str, str]  # recorded (reason, message, queue)
-_LIVE_POD_PHASES = frozenset({"Pending", "Running", "Succeeded"})
+_LIVE_POD_PHASES = frozenset({"Pending", "Running", "Succeeded", RELEASING_PHASE})
 
 
 def _not_deleted(row: Any) -> bool:

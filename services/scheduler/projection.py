@@ -151,6 +151,9 @@ def _scheduling_annotations(obj: dict[str, Any]) -> dict[str, str] | None:
     return kept or None
 
 
+RELEASING_PHASE = "Releasing"
+
+
 def _pod(obj: dict[str, Any], scheduler_names: Collection[str]) -> dict[str, Any]:
     meta = _meta(obj)
     spec = obj.get("spec") or {}
@@ -171,12 +174,22 @@ def _pod(obj: dict[str, Any], scheduler_names: Collection[str]) -> dict[str, Any
         "ours": spec.get("schedulerName") in scheduler_names,
         "request": dict(request),
         "node_name": spec.get("nodeName") or None,
-        "phase": (obj.get("status") or {}).get("phase") or "Pending",
+        "phase": _pod_phase(obj),
         "priority": int(spec.get("priority") or 0),
         "priority_class": spec.get("priorityClassName") or None,
         "placement": placement or None,
         "created_at": _created(obj),
     }
+
+
+def _pod_phase(obj: dict[str, Any]) -> str:
+    """The pod's phase, or Releasing for one being deleted that has not ended: as Volcano's
+    getTaskStatus, a terminating pod still holds its node until it is gone, but is on its way
+    out (its grace period may outlast the eviction decision that caused it)."""
+    phase = (obj.get("status") or {}).get("phase") or "Pending"
+    if _meta(obj).get("deletionTimestamp") and phase in ("Pending", "Running"):
+        return RELEASING_PHASE
+    return str(phase)
 
 
 def _config_map(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any] | None:

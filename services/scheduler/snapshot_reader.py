@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.scheduler.core import snapshot as core
 from services.scheduler.mirror import ClusterMirror
+from services.scheduler.projection import RELEASING_PHASE
 from shared.domain.resources import Resources
 from shared.storage import tables
 
@@ -34,6 +35,7 @@ _TASK_STATUS = {
     "Running": core.RUNNING,
     "Succeeded": core.SUCCEEDED,
     "Failed": core.FAILED,
+    RELEASING_PHASE: core.RELEASING,
 }
 
 
@@ -148,7 +150,7 @@ def build_snapshot(
             members[(pod.namespace, pod.group_name)].append(
                 _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )
-        elif pod.node_name and pod.phase in ("Pending", "Running"):
+        elif pod.node_name and pod.phase in ("Pending", "Running", RELEASING_PHASE):
             other = memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, pod, memory))
             others.append(other)
     gangs = []

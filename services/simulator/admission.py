@@ -16,6 +16,7 @@ import base64
 import ssl
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -72,15 +73,7 @@ class Admission:
         """The object after every matching mutating webhook has patched it."""
         current = request.object
         for webhook in self._webhooks(request, mutating=True):
-            attributes = AdmissionAttributes(
-                request.operation,
-                request.kind,
-                request.subresource,
-                request.namespace,
-                request.name,
-                current,
-                request.old_object,
-            )
+            attributes = replace(request, object=current)
             response = await self._call(webhook, attributes)
             if response is not None and response.get("patch") and current is not None:
                 if response.get("patchType", "JSONPatch") != "JSONPatch":
@@ -95,6 +88,12 @@ class Admission:
 
     async def _call(self, webhook: Webhook, request: AdmissionAttributes) -> dict[str, Any] | None:
         """The webhook's response when it allowed the request; raises its denial."""
+        if request.dry_run and webhook.side_effects not in ("None", "NoneOnDryRun"):
+            # A webhook that may have side effects is never sent a dry run: the request fails.
+            raise errors.bad_request(
+                f'admission webhook "{webhook.name}" does not support dry run '
+                f"(sideEffects: {webhook.side_effects})"
+            )
         review_uid = str(uuid.uuid4())
         try:
             response = await self._post(webhook, review_request(review_uid, request))

@@ -18,6 +18,7 @@ import yaml
 from services.simulator.admission import Admission
 from services.simulator.audit import Audit
 from services.simulator.default_scheduler import DefaultScheduler
+from services.simulator.disruption import DisruptionController
 from services.simulator.kinds import BY_PATH, PODS
 from services.simulator.kubelet import Kubelets, Timers
 from services.simulator.nodes import DEFAULT_NODES, NodeSpec, parse_node_entries
@@ -39,6 +40,7 @@ class Cluster:
     scheduler: DefaultScheduler | None
     audit: Audit
     trace: PodTrace
+    disruptions: DisruptionController
 
 
 def load_nodes(path: Path | None) -> list[NodeSpec]:
@@ -60,8 +62,9 @@ def build_cluster(
     nodes: Iterable[NodeSpec] | None = None,
 ) -> Cluster:
     store = Store(clock, settings.history_size)
-    kubelets = Kubelets(store, timers, clock, settings.kubelet_start_delay)
+    kubelets = Kubelets(store, timers, clock, settings.kubelet_start_delay, settings.pod_stop_seconds)
     scheduler = DefaultScheduler(store, kubelets, timers, clock) if settings.default_scheduler else None
+    disruptions = DisruptionController(store, clock)
     admission = Admission(store)
     limiter = TokenBucket(settings.qps, settings.burst, monotonic) if settings.qps else None
     for spec in load_nodes(settings.nodes_file) if nodes is None else nodes:
@@ -79,4 +82,5 @@ def build_cluster(
         scheduler,
         Audit(),
         trace,
+        disruptions,
     )

@@ -166,7 +166,7 @@ class ApiApp:
         if target is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         status, answer = await self._serve(target, method, params, headers, body)
-        if method in _WRITES:
+        if method in _WRITES and not _dry_run(params):
             resource = (
                 f"{target.kind.plural}/{target.subresource}" if target.subresource else target.kind.plural
             )
@@ -195,34 +195,43 @@ class ApiApp:
         )
         if sub and not _subresource_served(kind, sub, method):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        dry_run = _dry_run(params)
         if not name:
             if method == "GET":
                 return 200, self._list(target, params)
             if method == "POST":
-                return 201, await operations.create(kind, namespace, _json(body))
+                return 201, await operations.create(kind, namespace, _json(body), dry_run=dry_run)
             if method == "DELETE":
                 return 200, await self._delete_collection(target, params, body)
         elif method == "GET":
             return 200, store.get(kind, namespace, name)
         elif method == "PUT":
             return 200, await operations.update(
-                kind, namespace, name, _json(body), status_only=sub == "status"
+                kind, namespace, name, _json(body), status_only=sub == "status", dry_run=dry_run
             )
         elif method == "PATCH":
             content_type = headers.get("content-type", "application/merge-patch+json")
             return 200, await operations.patch(
-                kind, namespace, name, content_type, _json(body), status_only=sub == "status"
+                kind,
+                namespace,
+                name,
+                content_type,
+                _json(body),
+                status_only=sub == "status",
+                dry_run=dry_run,
             )
         elif method == "DELETE":
-            return 200, await operations.delete(kind, namespace, name, _delete_options(params, body))
+            options = _delete_options(params, body)
+            return 200, await operations.delete(kind, namespace, name, options, dry_run=dry_run)
         elif method == "POST" and sub == "binding":
             return 201, await operations.bind(
                 namespace,
                 name,
                 {**_json(body), "metadata": {**(_json(body).get("metadata") or {}), "name": name}},
+                dry_run=dry_run,
             )
         elif method == "POST" and sub == "eviction":
-            return 201, await operations.evict(namespace, name, _json(body))
+            return 201, await operations.evict(namespace, name, _json(body), dry_run=dry_run)
         raise ApiError(
             405,
             "MethodNotAllowed",
@@ -270,7 +279,7 @@ class ApiApp:
             meta = obj["metadata"]
             if self.cluster.store.find(target.kind, meta.get("namespace", ""), meta["name"]):
                 await self.cluster.operations.delete(
-                    target.kind, meta.get("namespace", ""), meta["name"], options
+                    target.kind, meta.get("namespace", ""), meta["name"], options, dry_run=_dry_run(params)
                 )
         return doomed
 
@@ -296,6 +305,8 @@ def _discovery(parts: list[str]) -> Any:
         return kinds.resource_list(parts[1], parts[2])
     if parts and parts[0] in ("healthz", "readyz", "livez"):
         return "ok"
+    if parts == ["openapi", "v2"]:
+        return openapi.v2()
     if parts == ["openapi", "v3"]:
         return openapi.root()
     if len(parts) > 2 and parts[:2] == ["openapi", "v3"]:
@@ -319,12 +330,26 @@ def _json(body: bytes) -> Any:
     return decoded
 
 
+def _dry_run(params: dict[str, str]) -> bool:
+    """dryRun=All: the request is checked, admitted and answered as if made, but nothing is
+    stored (https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)."""
+    given = params.get("dryRun")
+    if given is None:
+        return False
+    if given != "All":
+        raise errors.bad_request(f'Invalid dry run value: "{given}": valid values are: "All"')
+    return True
+
+
 def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
     options = _json(body)
     if not isinstance(options, dict):
         options = {}
-    if params.get("propagationPolicy"):
-        options["propagationPolicy"] = params["propagationPolicy"]
+    for option in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
+        if params.get(option):
+            options[option] = params[option]
+    if isinstance(options.get("orphanDependents"), str):
+        options["orphanDependents"] = options["orphanDependents"] == "true"
     return options
 
 

@@ -50,6 +50,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),
+    Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), has_status=True),
     Kind(
         "admissionregistration.k8s.io",
         "v1",
@@ -87,6 +88,7 @@ PODS = BY_PATH[("", "v1", "pods")]
 NODES = BY_PATH[("", "v1", "nodes")]
 NAMESPACES = BY_PATH[("", "v1", "namespaces")]
 EVENTS = BY_PATH[("", "v1", "events")]
+PDBS = BY_PATH[("policy", "v1", "poddisruptionbudgets")]
 MUTATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")]
 VALIDATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")]
 

@@ -78,10 +78,16 @@ def requests_of(pod: dict[str, Any]) -> Resources:
 
 class Kubelets:
     def __init__(
-        self, store: Store, timers: Timers, clock: Callable[[], datetime], start_delay: float = 0.05
+        self,
+        store: Store,
+        timers: Timers,
+        clock: Callable[[], datetime],
+        start_delay: float = 0.05,
+        stop_seconds: float = 0.0,
     ) -> None:
         self._store, self._timers, self._clock = store, timers, clock
-        self._start_delay = start_delay
+        self._start_delay, self._stop_seconds = start_delay, stop_seconds
+        self._stopping: dict[str, tuple[int, TimerHandle]] = {}  # pod uid -> (grace, timer)
         self._admitted: dict[str, _Admitted] = {}  # by pod uid
         self._used: dict[str, Resources] = {}  # by node name
         self._pods_on: dict[str, set[tuple[str, str]]] = {}  # node -> bound pods (any phase)
@@ -118,6 +124,12 @@ class Kubelets:
         metadata = pod["metadata"]
         uid, node = metadata["uid"], pod["spec"].get("nodeName")
         key = (metadata["namespace"], metadata["name"])
+        if event.type == "DELETED":
+            stopping = self._stopping.pop(uid, None)
+            if stopping is not None:
+                stopping[1].cancel()
+        elif metadata.get("deletionTimestamp") and node:
+            self._plan_stop(pod)
         if event.type == "DELETED" or pod_status.is_terminal(pod):
             self._release(uid)
             if event.type == "DELETED" and node:
@@ -157,6 +169,29 @@ class Kubelets:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         admitted.timer = self._timers.call_later(self._start_delay, lambda: self._start(namespace, name, uid))
 
+    def _plan_stop(self, pod: dict[str, Any]) -> None:
+        """A pod marked for deletion: its containers get SIGTERM, exit after the pod's stop time
+        (never later than its grace period, when SIGKILL would end them), then the kubelet removes
+        the pod with a zero grace period, as https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination
+        describes."""
+        metadata = pod["metadata"]
+        uid, grace = metadata["uid"], int(metadata.get("deletionGracePeriodSeconds") or 0)
+        planned = self._stopping.get(uid)
+        if planned is not None and planned[0] <= grace:
+            return
+        if planned is not None:
+            planned[1].cancel()
+        stop = pod_status.stop_seconds(metadata.get("annotations"), self._stop_seconds)
+        if self._store.find(NODES, "", pod["spec"]["nodeName"]) is None:
+            stop = 0.0  # no kubelet runs it: nothing to wait for
+        namespace, name = metadata["namespace"], metadata["name"]
+        timer = self._timers.call_later(min(float(grace), stop), lambda: self._stopped(namespace, name, uid))
+        self._stopping[uid] = (grace, timer)
+
+    def _stopped(self, namespace: str, name: str, uid: str) -> None:
+        if self._current(namespace, name, uid) is not None:
+            self._store.delete(PODS, namespace, name, uid=uid, grace_seconds=0)
+
     def _release(self, uid: str) -> None:
         admitted = self._admitted.pop(uid, None)
         if admitted is None:
@@ -171,7 +206,7 @@ class Kubelets:
 
     def _start(self, namespace: str, name: str, uid: str) -> None:
         pod = self._current(namespace, name, uid)
-        if pod is None or pod["status"].get("phase") != "Pending":
+        if pod is None or pod["status"].get("phase") != "Pending" or pod["metadata"].get("deletionTimestamp"):
             return
         node = pod["spec"]["nodeName"]
         self._pod_ips += 1

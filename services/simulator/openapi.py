@@ -1,17 +1,26 @@
-"""The smallest OpenAPI v3 documents that let plain `kubectl apply -f` work.
+"""The OpenAPI documents: v3 per group-version (`/openapi/v3/...`) and v2 (`/openapi/v2`).
 
-kubectl validates a manifest on the server when the server's OpenAPI v3 says its PATCH
-operations accept `fieldValidation`; otherwise it downloads the full OpenAPI v2 schema to
-validate on the client. So for every served kind this publishes only its PATCH operation, the
-group-version-kind extension and that query parameter: kubectl then sends the manifest and
-leaves validation to the simulator (which checks names and required fields, not every field).
+They carry every served kind's schema (openapi_schemas.py), so `kubectl explain pods.spec` and
+`kubectl explain vcjob.spec.tasks` work, and each kind's PATCH operation says it accepts
+`fieldValidation`, so `kubectl apply` leaves validation to the server instead of downloading the
+v2 document to validate on the client. Built once per process: the kinds never change.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from services.simulator.kinds import KINDS, Kind
+from services.simulator.openapi_schemas import components, schema_name
+
+INFO = {"title": "Kubernetes (Phalanx simulator)", "version": "v1.31.0"}
+_FIELD_VALIDATION = {
+    "name": "fieldValidation",
+    "in": "query",
+    "description": "Strict, Warn or Ignore: what to do with unknown and duplicate fields.",
+    "schema": {"type": "string", "uniqueItems": True},
+}
 
 
 def _gv_path(kind: Kind) -> str:
@@ -23,24 +32,22 @@ def root() -> dict[str, Any]:
     return {"paths": paths}
 
 
+@cache
 def group_version(path: str) -> dict[str, Any] | None:
     served = [k for k in KINDS if _gv_path(k) == path]
     if not served:
         return None
-    field_validation = {
-        "name": "fieldValidation",
-        "in": "query",
-        "description": "Accepted and recorded; the simulator validates names and required fields.",
-        "schema": {"type": "string", "uniqueItems": True},
-    }
     paths: dict[str, Any] = {}
     for kind in served:
         scope = "/namespaces/{namespace}" if kind.namespaced else ""
+        reference = {"$ref": f"#/components/schemas/{schema_name(kind)}"}
         paths[f"/{path}{scope}/{kind.plural}/{{name}}"] = {
             "patch": {
                 "operationId": f"patch{kind.kind}",
-                "parameters": [field_validation],
-                "responses": {"200": {"description": "OK"}},
+                "parameters": [_FIELD_VALIDATION],
+                "responses": {
+                    "200": {"description": "OK", "content": {"application/json": {"schema": reference}}}
+                },
                 "x-kubernetes-action": "patch",
                 "x-kubernetes-group-version-kind": {
                     "group": kind.group,
@@ -51,7 +58,18 @@ def group_version(path: str) -> dict[str, Any] | None:
         }
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes (Phalanx simulator)", "version": "v1.31.0"},
+        "info": INFO,
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": components(served, "#/components/schemas/")},
+    }
+
+
+@cache
+def v2() -> dict[str, Any]:
+    """Swagger 2.0 with every kind's definition, for clients that read only v2."""
+    return {
+        "swagger": "2.0",
+        "info": INFO,
+        "paths": {},
+        "definitions": components(list(KINDS), "#/definitions/"),
     }

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from services.simulator import errors, pod_status
+from services.simulator import deletion, disruption, errors, pod_status
 from services.simulator.admission import Admission
 from services.simulator.errors import ApiError
-from services.simulator.kinds import BY_PATH, PODS, Kind
+from services.simulator.kinds import BY_PATH, PDBS, PODS, Kind
 from services.simulator.patches import apply_patch
 from services.simulator.store import Store, timestamp
 from services.simulator.webhook_rules import AdmissionAttributes
@@ -47,13 +47,16 @@ class Operations:
 
     # -- create ----------------------------------------------------------------------------
 
-    async def create(self, kind: Kind, namespace: str, body: Any) -> dict[str, Any]:
+    async def create(self, kind: Kind, namespace: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
         obj = self._store.prepare_create(kind, body, namespace)
         self._builtin_admission(kind, obj)
-        attributes = self._attributes("CREATE", kind, "", obj, None)
+        attributes = self._attributes("CREATE", kind, "", obj, None, dry_run=dry_run)
         obj = self._as_object(kind, await self._admission.mutate(attributes), obj)
         self._store.validate(kind, obj)
-        await self._admission.validate(self._attributes("CREATE", kind, "", obj, None))
+        await self._admission.validate(self._attributes("CREATE", kind, "", obj, None, dry_run=dry_run))
+        if dry_run:
+            self._store.check_insert(kind, obj)
+            return obj
         return self._store.insert(kind, obj)
 
     def _builtin_admission(self, kind: Kind, obj: dict[str, Any]) -> None:
@@ -93,17 +96,30 @@ class Operations:
     # -- update and patch ------------------------------------------------------------------
 
     async def update(
-        self, kind: Kind, namespace: str, name: str, body: Any, *, status_only: bool = False
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        status_only: bool = False,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         new, old = self._store.prepare_update(kind, namespace, name, body, status_only=status_only)
         subresource = "status" if status_only else ""
         new = self._as_object(
             kind,
-            await self._admission.mutate(self._attributes("UPDATE", kind, subresource, new, old)),
+            await self._admission.mutate(
+                self._attributes("UPDATE", kind, subresource, new, old, dry_run=dry_run)
+            ),
             new,
         )
         self._store.validate(kind, new)
-        await self._admission.validate(self._attributes("UPDATE", kind, subresource, new, old))
+        await self._admission.validate(
+            self._attributes("UPDATE", kind, subresource, new, old, dry_run=dry_run)
+        )
+        if dry_run:
+            return self._store.check_replace(kind, new, old)
         return self._store.replace(kind, new, old)
 
     async def patch(
@@ -115,6 +131,7 @@ class Operations:
         patch: Any,
         *,
         status_only: bool = False,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         # As kube-apiserver does: a patch that does not name a resourceVersion is applied again to
         # the newer object when another write landed while webhooks were being called.
@@ -123,7 +140,9 @@ class Operations:
             old = self._store.get(kind, namespace, name)
             patched = apply_patch(content_type, old, patch)
             try:
-                return await self.update(kind, namespace, name, patched, status_only=status_only)
+                return await self.update(
+                    kind, namespace, name, patched, status_only=status_only, dry_run=dry_run
+                )
             except errors.ApiError as error:
                 if error.code != 409 or attempt == attempts - 1:
                     raise
@@ -132,7 +151,13 @@ class Operations:
     # -- delete ----------------------------------------------------------------------------
 
     async def delete(
-        self, kind: Kind, namespace: str, name: str, options: dict[str, Any] | None = None
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        options: dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         options = options or {}
         old = self._store.get(kind, namespace, name)
@@ -146,18 +171,23 @@ class Operations:
                 f"Precondition failed: ResourceVersion in precondition: {wanted}, "
                 f"ResourceVersion in object meta: {old['metadata']['resourceVersion']}",
             )
-        await self._admission.validate(self._attributes("DELETE", kind, "", None, old))
+        await self._admission.validate(self._attributes("DELETE", kind, "", None, old, dry_run=dry_run))
+        propagation, grace = deletion.policy(options), deletion.requested_grace(options)
+        if dry_run:
+            _check_uid(old, preconditions.get("uid"), kind.plural)
+            return old
         return self._store.delete(
             kind,
             namespace,
             name,
-            propagation=options.get("propagationPolicy") or "Background",
+            propagation=propagation,
             uid=preconditions.get("uid"),
+            grace_seconds=grace,
         )
 
     # -- pod subresources ------------------------------------------------------------------
 
-    async def bind(self, namespace: str, name: str, binding: Any) -> dict[str, Any]:
+    async def bind(self, namespace: str, name: str, binding: Any, *, dry_run: bool = False) -> dict[str, Any]:
         """pods/binding: set the node; 409 when the pod is already bound or being deleted."""
         if not isinstance(binding, dict):
             raise errors.bad_request("the request body must be a JSON object")
@@ -188,7 +218,9 @@ class Operations:
                 binding_name,
                 f"pod {binding_name} is being deleted, cannot be assigned to a host",
             )
-        await self._admission.validate(self._attributes("CREATE", PODS, "binding", binding, None, pod))
+        await self._admission.validate(
+            self._attributes("CREATE", PODS, "binding", binding, None, pod, dry_run=dry_run)
+        )
         bound = pod_status.bound(pod, target, timestamp(self._clock()))
         annotations = (binding.get("metadata") or {}).get("annotations")
         if annotations:
@@ -196,17 +228,37 @@ class Operations:
                 **bound["metadata"],
                 "annotations": {**(bound["metadata"].get("annotations") or {}), **annotations},
             }
-        self._store.replace(PODS, bound, pod)
+        if not dry_run:
+            self._store.replace(PODS, bound, pod)
         return success_status(201)
 
-    async def evict(self, namespace: str, name: str, eviction: Any) -> dict[str, Any]:
-        """pods/eviction: with no disruption budgets to consult, an eviction deletes the pod."""
+    async def evict(
+        self, namespace: str, name: str, eviction: Any, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """pods/eviction: delete the pod (gracefully) if its disruption budget allows; 429 if not."""
         pod = self._store.get(PODS, namespace, name)
         body = eviction if isinstance(eviction, dict) else {}
-        preconditions = (body.get("deleteOptions") or {}).get("preconditions") or {}
+        options = body.get("deleteOptions") or {}
+        preconditions = options.get("preconditions") or {}
         _check_uid(pod, preconditions.get("uid"), "pods/eviction")
-        await self._admission.validate(self._attributes("CREATE", PODS, "eviction", body, None, pod))
-        self._store.delete(PODS, namespace, name, uid=preconditions.get("uid"))
+        await self._admission.validate(
+            self._attributes("CREATE", PODS, "eviction", body, None, pod, dry_run=dry_run)
+        )
+        budgets = [b for b in self._store.iterate(PDBS, namespace) if disruption.covers(b, pod)]
+        pdb = disruption.eviction_verdict(pod, budgets)
+        if dry_run:
+            return success_status(201)
+        if pdb is not None:
+            # The budget's disruption is spent before the pod goes, so a concurrent eviction
+            # reads the lower count (the store is single-threaded: nothing interleaves here).
+            self._store.update(PDBS, disruption.spent(pdb, name, self._clock()))
+        self._store.delete(
+            PODS,
+            namespace,
+            name,
+            uid=preconditions.get("uid"),
+            grace_seconds=deletion.requested_grace(options),
+        )
         return success_status(201)
 
     # -- helpers ---------------------------------------------------------------------------
@@ -219,6 +271,8 @@ class Operations:
         obj: Any,
         old: Any,
         about: dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
     ) -> AdmissionAttributes:
         subject = about or obj or old or {}
         metadata = subject.get("metadata") or {}
@@ -230,6 +284,7 @@ class Operations:
             metadata.get("name", ""),
             obj,
             old,
+            dry_run,
         )
 
     @staticmethod

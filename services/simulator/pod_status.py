@@ -18,6 +18,7 @@ from shared.domain.resources import CPU, Resources
 
 RUN_SECONDS = "simulator.phalanx/run-seconds"
 EXIT_CODE = "simulator.phalanx/exit-code"
+STOP_SECONDS = "simulator.phalanx/stop-seconds"
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,14 @@ def planned_run(annotations: Mapping[str, str] | None) -> tuple[float, int] | No
     except ValueError:
         return None
     return seconds, exit_code
+
+
+def stop_seconds(annotations: Mapping[str, str] | None, default: float) -> float:
+    """How long the pod's containers take to exit after SIGTERM (its annotation, else `default`)."""
+    try:
+        return max(0.0, float((annotations or {})[STOP_SECONDS]))
+    except (KeyError, ValueError):
+        return default
 
 
 def is_terminal(pod: Mapping[str, Any]) -> bool:

@@ -26,6 +26,12 @@ class SimulatorSettings(BaseSettings):
     qps: float | None = Field(None, gt=0, description="Write rate limit, requests per second.")
     burst: int = Field(10, ge=1, description="Writes allowed at once above the rate limit.")
     kubelet_start_delay: float = Field(0.05, ge=0, description="Seconds from a pod's binding to it Running.")
+    pod_stop_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="Seconds a deleted pod's containers take to exit after SIGTERM (never longer "
+        "than its grace period); the annotation simulator.phalanx/stop-seconds overrides it per pod.",
+    )
     default_scheduler: bool = Field(
         True,
         description="Bind pods of schedulerName default-scheduler (a kube-scheduler stand-in).",

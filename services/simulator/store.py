@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
-from services.simulator import errors
+from services.simulator import deletion, errors
 from services.simulator.history import History, WatchEvent
-from services.simulator.kinds import KINDS, NAMESPACES, Kind
+from services.simulator.kinds import KINDS, NAMESPACES, PODS, Kind
 from services.simulator.object_rules import object_causes, too_large
+from services.simulator.owners import OwnerGraph
 from services.simulator.selectors import EVERYTHING, Selector
 from services.simulator.validation import apply_defaults, validate
 from shared.volcano.schema import shown
@@ -46,14 +47,14 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
-class Store:
+class Store(OwnerGraph):
     def __init__(self, clock: Callable[[], datetime], history_size: int = 50_000) -> None:
         self._clock = clock
         self._resource_version = 0
         self._objects: dict[Kind, dict[str, dict[str, dict[str, Any]]]] = {k: {} for k in KINDS}
         self._history = History(history_size)
         self._owners_of: dict[str, set[tuple[Kind, str, str, str]]] = {}
-        self._uids: set[str] = set()
+        self._by_uid: dict[str, tuple[Kind, str, str]] = {}
         self._listeners: dict[Kind | None, list[Listener]] = {}
         self._undelivered: deque[WatchEvent] = deque()
         self._delivering = False
@@ -175,10 +176,18 @@ class Store:
             raise errors.not_found("namespaces", "", namespace)
         metadata["resourceVersion"] = str(self._next_version())
         bucket[name] = obj
-        self._uids.add(metadata["uid"])
+        self._by_uid[metadata["uid"]] = (kind, namespace, name)
         self._track_owners(kind, None, obj)
         self._commit("ADDED", kind, obj, None)
         return obj
+
+    def check_insert(self, kind: Kind, obj: dict[str, Any]) -> None:
+        """What `insert` would refuse (a dry run): 409 when the name is taken, 404 without the namespace."""
+        metadata = obj["metadata"]
+        if self.find(kind, metadata.get("namespace", ""), metadata["name"]) is not None:
+            raise errors.already_exists(kind.plural, kind.group, metadata["name"])
+        if kind.namespaced and self.find(NAMESPACES, "", metadata.get("namespace", "")) is None:
+            raise errors.not_found("namespaces", "", metadata.get("namespace", ""))
 
     def create(self, kind: Kind, body: dict[str, Any], namespace: str = "") -> dict[str, Any]:
         """Create without admission (the simulator's own writes and tests)."""
@@ -222,7 +231,14 @@ class Store:
             new = clone(body)
             new["apiVersion"], new["kind"] = kind.api_version, kind.kind
             new_metadata = new["metadata"] = dict(new.get("metadata") or {})
-            for kept in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
+            for kept in (
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ):
                 if kept in old["metadata"]:
                     new_metadata[kept] = old["metadata"][kept]
                 else:
@@ -249,8 +265,8 @@ class Store:
         current = self.get(kind, namespace, name)
         if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
             raise errors.conflict(kind.plural, kind.group, name, errors.STALE_OBJECT)
-        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
-            # The last finalizer is gone: the deletion that waited for it completes now.
+        if deletion.ready_to_remove(metadata):
+            # The last finalizer is gone (and no grace period runs): the deletion completes now.
             self._remove(kind, current)
             return current
         metadata["resourceVersion"] = str(self._next_version())
@@ -258,6 +274,14 @@ class Store:
         self._track_owners(kind, old, new)
         self._commit("MODIFIED", kind, new, old)
         return new
+
+    def check_replace(self, kind: Kind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """What `replace` would store (a dry run), at the stored resourceVersion; 409 if stale."""
+        metadata = new["metadata"]
+        current = self.get(kind, metadata.get("namespace", ""), metadata["name"])
+        if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(kind.plural, kind.group, metadata["name"], errors.STALE_OBJECT)
+        return {**new, "metadata": {**metadata, "resourceVersion": current["metadata"]["resourceVersion"]}}
 
     def update(self, kind: Kind, new: dict[str, Any]) -> dict[str, Any]:
         """Write a whole new version of a stored object (the simulator's own status writes)."""
@@ -275,37 +299,47 @@ class Store:
         *,
         propagation: str = "Background",
         uid: str | None = None,
+        grace_seconds: int | None = 0,
     ) -> dict[str, Any]:
+        """Delete, or mark for deletion when finalizers, a foreground propagation or a pod's
+        grace period make it wait (deletion.py); `grace_seconds` None: the kind's default."""
         obj = self.get(kind, namespace, name)
-        if uid and obj["metadata"]["uid"] != uid:
+        metadata = obj["metadata"]
+        if uid and metadata["uid"] != uid:
             raise errors.conflict(
                 kind.plural,
                 kind.group,
                 name,
-                f"Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {obj['metadata']['uid']}",
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {metadata['uid']}",
             )
-        if obj["metadata"].get("finalizers"):
-            if obj["metadata"].get("deletionTimestamp"):
+        grace = deletion.pod_grace(obj, grace_seconds) if kind is PODS else 0
+        if metadata.get("deletionTimestamp"):
+            shorter = deletion.shortened(obj, self._clock(), grace) if kind is PODS else None
+            if shorter is None:
                 return obj
-            marked = {
-                **obj,
-                "metadata": {
-                    **obj["metadata"],
-                    "deletionTimestamp": timestamp(self._clock()),
-                    "deletionGracePeriodSeconds": 0,
-                },
-            }
-            return self.replace(kind, marked, obj)
+            return self.replace(kind, shorter, obj)
+        finalizers = list(metadata.get("finalizers") or [])
         if propagation == "Orphan":
-            self._orphan_dependents(obj["metadata"]["uid"])
-        return self._remove(kind, obj)
+            self._orphan_dependents(metadata["uid"])
+        elif (
+            propagation == "Foreground"
+            and self._dependents(metadata["uid"])
+            and deletion.FOREGROUND not in finalizers
+        ):
+            finalizers.append(deletion.FOREGROUND)
+        if not finalizers and not grace:
+            return self._remove(kind, obj)
+        stored = self.replace(kind, deletion.marked(obj, self._clock(), grace, finalizers), obj)
+        if deletion.FOREGROUND in finalizers:
+            self._delete_dependents(metadata["uid"])
+            stored = self.find(kind, namespace, name) or stored
+        return stored
 
     def _remove(self, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
         metadata = obj["metadata"]
         namespace, name = metadata.get("namespace", ""), metadata["name"]
         del self._objects[kind][namespace][name]
-        self._uids.discard(metadata["uid"])
+        self._by_uid.pop(metadata["uid"], None)
         self._track_owners(kind, obj, None)
         # A DELETED event carries the object as last stored, at a new resourceVersion.
         gone_obj = {**obj, "metadata": {**metadata, "resourceVersion": str(self._next_version())}}
@@ -316,56 +350,9 @@ class Store:
                     for dependent in list(self._objects[other].get(name, {}).values()):
                         self._remove(other, dependent)
         self._collect_dependents(metadata["uid"])
+        for reference in metadata.get("ownerReferences") or []:
+            self._finish_foreground(reference.get("uid"))
         return gone_obj
-
-    # -- owner references and garbage collection --------------------------------------------
-
-    def _track_owners(self, kind: Kind, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        for obj, adding in ((old, False), (new, True)):
-            if obj is None:
-                continue
-            metadata = obj["metadata"]
-            key = (kind, metadata.get("namespace", ""), metadata["name"], metadata["uid"])
-            for reference in metadata.get("ownerReferences") or []:
-                owner_uid = reference.get("uid")
-                if not owner_uid:
-                    continue
-                if adding:
-                    self._owners_of.setdefault(owner_uid, set()).add(key)
-                else:
-                    self._owners_of.get(owner_uid, set()).discard(key)
-
-    def exists_uid(self, uid: str) -> bool:
-        return uid in self._uids
-
-    def _collect_dependents(self, owner_uid: str) -> None:
-        """Delete what the removed owner owned, unless another owner still exists."""
-        for kind, namespace, name, uid in list(self._owners_of.pop(owner_uid, set())):
-            dependent = self.find(kind, namespace, name)
-            if dependent is None or dependent["metadata"]["uid"] != uid:
-                continue
-            others = [
-                r.get("uid")
-                for r in dependent["metadata"].get("ownerReferences") or []
-                if r.get("uid") != owner_uid
-            ]
-            if any(self.exists_uid(other) for other in others if other):
-                continue
-            self.delete(kind, namespace, name)
-
-    def _orphan_dependents(self, owner_uid: str) -> None:
-        for kind, namespace, name, uid in list(self._owners_of.get(owner_uid, set())):
-            dependent = self.find(kind, namespace, name)
-            if dependent is None or dependent["metadata"]["uid"] != uid:
-                continue
-            references = [
-                r for r in dependent["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid
-            ]
-            orphaned = {
-                **dependent,
-                "metadata": {**dependent["metadata"], "ownerReferences": references},
-            }
-            self.replace(kind, orphaned, dependent)
 
     # -- the change feed -------------------------------------------------------------------
 

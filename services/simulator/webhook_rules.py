@@ -26,6 +26,7 @@ class AdmissionAttributes:
     name: str
     object: Mapping[str, Any] | None
     old_object: Mapping[str, Any] | None
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Webhook:
     failure_policy: str
     timeout_seconds: float
     mutating: bool
+    side_effects: str = "None"
 
 
 def _resource_matches(patterns: Iterable[str], resource: str, subresource: str) -> bool:
@@ -112,6 +114,7 @@ def matching_webhooks(
             failure_policy=webhook.get("failurePolicy", "Fail"),
             timeout_seconds=float(webhook.get("timeoutSeconds", 10)),
             mutating=mutating,
+            side_effects=str(webhook.get("sideEffects") or "Unknown"),
         )
         for configuration in sorted(configurations, key=lambda c: c["metadata"]["name"])
         for webhook in configuration.get("webhooks") or []
@@ -137,7 +140,7 @@ def review_request(uid: str, request: AdmissionAttributes) -> dict[str, Any]:
         },
         "object": request.object,
         "oldObject": request.old_object,
-        "dryRun": False,
+        "dryRun": request.dry_run,
         "options": None,
     }
     if kind.namespaced:

@@ -161,3 +161,30 @@ async def test_hierarchy_and_task_topology_annotations_reach_the_snapshot(engine
     }
     (tf,) = read.snapshot.gangs
     assert tf.annotations == {"volcano.sh/task-topology-affinity": "ps,worker"}
+
+
+async def test_a_terminating_pod_is_releasing_in_the_snapshot_until_it_is_gone(engine: AsyncEngine) -> None:
+    """A pod marked for deletion keeps its node through its grace period, as Volcano's Releasing
+    task: the scheduler counts its room as freeing, not free, however long the kubelet takes."""
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "g",
+            "namespace": "default",
+            "uid": "uid-g",
+            "resourceVersion": "2",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"minMember": 1, "queue": "default"},
+        "status": {"phase": "Running"},
+    }
+    terminating = pod("p", 6, node="n1")
+    terminating.data.object["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+    sessions = make_sessions(engine)
+    await Ingester(sessions, scheduler_names=["volcano"]).handle([changed("PodGroup", group), terminating])
+
+    async with sessions() as session, session.begin():
+        read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=ShellMemory())
+    ((task,),) = [g.tasks for g in read.snapshot.gangs]
+    assert (task.node, task.status) == ("n1", "Releasing")
