@@ -8,6 +8,9 @@ server, so a Queue applied just before its first Job is not refused as missing.
 Validating the CREATE of a Job or PodGroup always reads its queue from the API server (one GET):
 the cache is half a second old and the projection trails the API, so a queue closed a moment ago
 would still look Open there. The API server is the only place its state is exact.
+
+Defaulting the CREATE of a PodGroup left on the default queue reads its Namespace (one GET) for
+the `scheduling.volcano.sh/queue-name` annotation, as Volcano's PodGroup webhook does.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ CACHE_SECONDS = 0.5
 API_TIMEOUT_SECONDS = 3.0
 # Writes that put something into a queue: its state must be exact when they are admitted.
 QUEUE_ENTRIES = frozenset({"Job", "PodGroup"})
+NAMESPACE_QUEUE = "scheduling.volcano.sh/queue-name"
 
 
 class ContextUnavailable(Exception):
@@ -67,6 +71,9 @@ class ContextLoader:
                 ctx = await self._with_api_lookups(ctx, looked_up, missing_classes)
             except (TimeoutError, ApiError, aiohttp.ClientError, OSError) as error:
                 raise ContextUnavailable(f"the API server could not be asked: {error}") from error
+        namespace = _defaulted_podgroup_namespace(review) if webhook == "mutate" else None
+        if self._api is not None and namespace:
+            ctx = replace(ctx, namespace_queues=await _namespace_queue(self._api, namespace))
         return ctx
 
     async def _from_database(self) -> AdmissionContext:
@@ -148,6 +155,35 @@ async def _get(api: client.ApiClient, kind: str, name: str) -> dict[str, Any] | 
         if error.status == 404:
             return None
         raise
+
+
+async def _namespace_queue(api: client.ApiClient, namespace: str) -> dict[str, str]:
+    """{namespace: the queue its `scheduling.volcano.sh/queue-name` annotation names}, or {}.
+    As in Volcano's PodGroup webhook, a namespace that cannot be read leaves the queue alone."""
+    try:
+        path = KINDS["Namespace"].item(None, namespace)
+        found = await request(api, "GET", path, timeout=API_TIMEOUT_SECONDS)
+    except (TimeoutError, ApiError, aiohttp.ClientError, OSError):
+        return {}
+    queue = (((found or {}).get("metadata") or {}).get("annotations") or {}).get(NAMESPACE_QUEUE)
+    return {namespace: str(queue)} if queue else {}
+
+
+def _defaulted_podgroup_namespace(review: dict[str, Any]) -> str | None:
+    """The namespace of a PodGroup being created on the default queue: the one case where the
+    mutating webhook reads its Namespace."""
+    req = review.get("request")
+    if not isinstance(req, dict) or req.get("operation") != "CREATE":
+        return None
+    if not isinstance(req.get("kind"), dict) or req["kind"].get("kind") != "PodGroup":
+        return None
+    obj = req.get("object")
+    if not isinstance(obj, dict) or not isinstance(obj.get("spec") or {}, dict):
+        return None
+    if (obj.get("spec") or {}).get("queue") not in (None, "", "default"):
+        return None
+    namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace")
+    return str(namespace) if namespace else None
 
 
 def _view(row: tables.Queue) -> QueueView:

@@ -21,7 +21,9 @@ from sqlalchemy import String, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.scheduler import pod_fields
 from services.scheduler.core import snapshot as core
+from services.scheduler.core.predicates import anti_affinity_terms
 from shared.domain.resources import Resources
 from shared.storage import tables
 
@@ -233,6 +235,7 @@ def build_snapshot(
                 phase=phase,
                 below_min_since=memory.below_min_since.get(group.uid),
                 annotations=dict(group.annotations or {}),
+                sla_waiting_time=pod_fields.sla_waiting_time(group.annotations or {}),
             )
         )
     gangs.sort(key=lambda g: (g.created, g.uid))
@@ -304,6 +307,7 @@ def _task(pod: Any, memory: ShellMemory) -> core.TaskInfo:
         tolerations=tuple(placement.get("tolerations") or ()),
         labels=placement.get("labels") or {},
         priority_class_name=pod.priority_class or "",
+        **pod_fields.task_fields(placement),
     )
 
 
@@ -315,7 +319,15 @@ def _whole(row: Any, details: Mapping[str, Any] | None, key: str = "uid") -> Any
 
 
 def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
-    return core.OtherPod(node=pod.node_name, request=memory.request(pod.request), namespace=pod.namespace)
+    placement = pod.placement or {}
+    return core.OtherPod(
+        node=pod.node_name,
+        request=memory.request(pod.request),
+        namespace=pod.namespace,
+        labels=placement.get("labels") or {},
+        host_ports=pod_fields.stored_ports(placement),
+        anti_affinity=tuple(anti_affinity_terms(placement.get("affinity"))),
+    )
 
 
 def _overlay(

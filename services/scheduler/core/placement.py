@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from services.scheduler.core.node_ports import HostPortCheck
 from services.scheduler.core.predicates import (
     POD_NUMBER_EXCEEDED,
     PlacedPod,
@@ -111,6 +112,7 @@ class Placer:
             and self._options.pod_affinity
             and (has_pod_affinity(task.info) or self._state.anti_affinity_pods > 0)
         ) or (self._topology is not None and self._topology.applies(task))
+        needs_scan = needs_scan or self._wants_ports(task)
         node = self._scan(task, future=False) if needs_scan else self._from_heap(task)
         if node is not None:
             return node, False
@@ -173,6 +175,7 @@ class Placer:
         state = self._state
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
+        ports = self._ports_check(task, future=future)
         scorer = make_scorer(self._weights, state.space, task.request)
         topology = self._topology.bonus(task) if self._topology and self._topology.applies(task) else {}
         best: tuple[float, int] | None = None
@@ -183,6 +186,8 @@ class Placer:
             elif not fits(task.request, state.idle[node]):
                 continue
             if affinity is not None and affinity.failure(node) is not None:
+                continue
+            if ports is not None and ports.failure(node) is not None:
                 continue
             score = static.bonus.get(node, 0.0) + topology.get(node, 0.0)
             if scorer is not None:
@@ -204,18 +209,44 @@ class Placer:
                     terms = tuple(anti_affinity_terms(other.info.affinity))
                     pods.append(PlacedPod(node, other.info.namespace, other.info.labels, terms))
             pods.extend(PlacedPod(node, ns, labels) for ns, labels in state.other_labels[node])
+            # Another scheduler's pods keep ours out of their anti-affinity domains as well.
+            pods.extend(PlacedPod(node, "", {}, terms) for terms in state.other_anti[node])
         return PodAffinityCheck(task.info, state.nodes, pods)
+
+    def _wants_ports(self, task: TaskView) -> bool:
+        return bool(task.info.host_ports) and self._options.enabled and self._options.node_ports
+
+    def _ports_check(self, task: TaskView, *, future: bool = False) -> HostPortCheck | None:
+        """NodePorts for a task asking for host ports, against every pod on each node (pods
+        being evicted too, unless the task is to wait for them to go)."""
+        if not self._wants_ports(task):
+            return None
+        state = self._state
+        used = [
+            [
+                *state.other_ports[node],
+                *(
+                    port
+                    for other in placed.values()
+                    if not (future and other.status == RELEASING)
+                    for port in other.info.host_ports
+                ),
+            ]
+            for node, placed in enumerate(state.tasks_on_node)
+        ]
+        return HostPortCheck(task.info.host_ports, used)
 
     # --- explaining a failure ---------------------------------------------------------------
     def fit_error(self, task: TaskView) -> str:
         """Volcano's "0/N nodes are unavailable: <count> <reason>, ...." for an unplaceable task."""
-        cache_key = ((self._key(task), task.request), self._state.commits)
+        cache_key = ((self._key(task), task.request, task.info.host_ports), self._state.commits)
         cached = self._fit_errors.get(cache_key)
         if cached is not None:
             return cached
         state = self._state
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
+        ports = self._ports_check(task)
         reasons: Counter[str] = Counter(static.failures.values())
         names = state.space.names
         for node in static.candidates:
@@ -223,7 +254,7 @@ class Placer:
             if short is not None:
                 name = names[short]
                 reasons[POD_NUMBER_EXCEEDED if name == "pods" else f"Insufficient {name}"] += 1
-            elif affinity is not None and (failure := affinity.failure(node)) is not None:
+            elif (failure := self._dynamic_failure(node, affinity, ports)) is not None:
                 reasons[failure] += 1
         total = len(state.nodes)
         message = f"0/{total} nodes are unavailable"
@@ -231,6 +262,15 @@ class Placer:
             message += ": " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items())) + "."
         self._fit_errors[cache_key] = message
         return message
+
+    @staticmethod
+    def _dynamic_failure(
+        node: int, affinity: PodAffinityCheck | None, ports: HostPortCheck | None
+    ) -> str | None:
+        failure = affinity.failure(node) if affinity is not None else None
+        if failure is None and ports is not None:
+            failure = ports.failure(node)
+        return failure
 
     def first_reason(self, task: TaskView) -> str | None:
         """The most common per-node reason in the task's fit error (for the structured reason)."""

@@ -30,6 +30,7 @@ STRUCTURED_REASONS = {
     POD_ANTI_AFFINITY: "PodAntiAffinityConflict",
     EXISTING_ANTI_AFFINITY: "PodAntiAffinityConflict",
     POD_NUMBER_EXCEEDED: "TooManyPods",
+    "node(s) didn't have free ports for the requested pod ports": "HostPortConflict",
 }
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -48,6 +49,7 @@ class PredicateOptions:
     node_affinity: bool = True
     taint_toleration: bool = True
     pod_affinity: bool = True
+    node_ports: bool = True
 
 
 def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) -> str | None:
