@@ -8,7 +8,8 @@ row is unchanged:
 - `hostPorts`: (hostIP, protocol, port) its containers ask for (the NodePorts filter);
 - `preemptable`: False when `volcano.sh/preemptable` (annotation, else label) says the pod may
   not be preempted or reclaimed; as Volcano reads it, a value that is not a boolean means false;
-- `preemptionPolicy`: "Never" when the pod (from its PriorityClass) may not preempt others.
+- `preemptionPolicy`: "Never" when the pod (from its PriorityClass) may not preempt others;
+- `topologySpreadConstraints`: as the pod spec gives them (the PodTopologySpread filter).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def scheduling_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
         fields["hostPorts"] = [list(port) for port in ports]
     if not preemptable(meta.get("annotations") or {}, meta.get("labels") or {}):
         fields["preemptable"] = False
+    spread = [c for c in spec.get("topologySpreadConstraints") or () if isinstance(c, dict)]
+    if spread:
+        fields["topologySpreadConstraints"] = spread
     if spec.get("preemptionPolicy") == "Never":
         fields["preemptionPolicy"] = "Never"
     return fields
@@ -59,6 +63,7 @@ def task_fields(placement: Mapping[str, Any]) -> dict[str, Any]:
         "host_ports": stored_ports(placement),
         "preemptable": placement.get("preemptable", True) is not False,
         "preemption_policy": placement.get("preemptionPolicy") or "PreemptLowerPriority",
+        "spread_constraints": tuple(placement.get("topologySpreadConstraints") or ()),
     }
 
 

@@ -63,7 +63,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
             state.other_labels[node].append((pod.namespace, dict(pod.labels)))
             state.other_ports[node].extend(pod.host_ports)
             if pod.anti_affinity:
-                state.other_anti[node].append(pod.anti_affinity)
+                state.other_anti[node].append((pod.namespace, pod.anti_affinity))
                 state.anti_affinity_pods += 1
     # Keyed by identity: hashing a Resources costs more than converting it; gangs share objects.
     sparse_cache: dict[int, tuple[tuple[int, int], ...]] = {}
@@ -118,6 +118,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         taint_toleration=_flag(conf, "predicate.TaintTolerationEnable"),
         pod_affinity=_flag(conf, "predicate.PodAffinityEnable"),
         node_ports=_flag(conf, "predicate.NodePortsEnable"),
+        topology_spread=_flag(conf, "predicate.PodTopologySpreadEnable"),
     )
     topology = None
     if conf.enabled("task-topology"):

@@ -17,18 +17,16 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from services.scheduler.core.node_ports import HostPortCheck
+from services.scheduler.core.node_filters import PodFilters, placed_pods, pod_filters, wants_pod_filters
 from services.scheduler.core.predicates import (
     POD_NUMBER_EXCEEDED,
-    PlacedPod,
     PodAffinityCheck,
     PredicateOptions,
-    anti_affinity_terms,
     has_pod_affinity,
     static_failure,
 )
 from services.scheduler.core.scoring import Scorer, ScoreWeights, make_scorer, static_bonus
-from services.scheduler.core.snapshot import RELEASING, TaskInfo
+from services.scheduler.core.snapshot import TaskInfo
 from services.scheduler.core.state import CycleState, TaskView
 from services.scheduler.core.topology import TopologyScores
 from services.scheduler.core.vectors import first_short, fits, fits_with
@@ -112,7 +110,7 @@ class Placer:
             and self._options.pod_affinity
             and (has_pod_affinity(task.info) or self._state.anti_affinity_pods > 0)
         ) or (self._topology is not None and self._topology.applies(task))
-        needs_scan = needs_scan or self._wants_ports(task)
+        needs_scan = needs_scan or wants_pod_filters(task.info, self._options)
         node = self._scan(task, future=False) if needs_scan else self._from_heap(task)
         if node is not None:
             return node, False
@@ -175,7 +173,7 @@ class Placer:
         state = self._state
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
-        ports = self._ports_check(task, future=future)
+        ports = pod_filters(self._state, task.info, self._options, future=future)
         scorer = make_scorer(self._weights, state.space, task.request)
         topology = self._topology.bonus(task) if self._topology and self._topology.applies(task) else {}
         best: tuple[float, int] | None = None
@@ -202,51 +200,21 @@ class Placer:
         state = self._state
         if not has_pod_affinity(task.info) and state.anti_affinity_pods == 0:
             return None
-        pods: list[PlacedPod] = []
-        for node, placed in enumerate(state.tasks_on_node):
-            for other in placed.values():
-                if other.status != RELEASING:
-                    terms = tuple(anti_affinity_terms(other.info.affinity))
-                    pods.append(PlacedPod(node, other.info.namespace, other.info.labels, terms))
-            pods.extend(PlacedPod(node, ns, labels) for ns, labels in state.other_labels[node])
-            # Another scheduler's pods keep ours out of their anti-affinity domains as well.
-            pods.extend(PlacedPod(node, "", {}, terms) for terms in state.other_anti[node])
-        return PodAffinityCheck(task.info, state.nodes, pods)
-
-    def _wants_ports(self, task: TaskView) -> bool:
-        return bool(task.info.host_ports) and self._options.enabled and self._options.node_ports
-
-    def _ports_check(self, task: TaskView, *, future: bool = False) -> HostPortCheck | None:
-        """NodePorts for a task asking for host ports, against every pod on each node (pods
-        being evicted too, unless the task is to wait for them to go)."""
-        if not self._wants_ports(task):
-            return None
-        state = self._state
-        used = [
-            [
-                *state.other_ports[node],
-                *(
-                    port
-                    for other in placed.values()
-                    if not (future and other.status == RELEASING)
-                    for port in other.info.host_ports
-                ),
-            ]
-            for node, placed in enumerate(state.tasks_on_node)
-        ]
-        return HostPortCheck(task.info.host_ports, used)
+        return PodAffinityCheck(task.info, state.nodes, placed_pods(state))
 
     # --- explaining a failure ---------------------------------------------------------------
     def fit_error(self, task: TaskView) -> str:
         """Volcano's "0/N nodes are unavailable: <count> <reason>, ...." for an unplaceable task."""
-        cache_key = ((self._key(task), task.request, task.info.host_ports), self._state.commits)
+        # Tasks of one shape may differ in what the pod filters read: those take part in the key.
+        pod_fields = (task.info.host_ports, task.info.spread_constraints)
+        cache_key = ((self._key(task), task.request, repr(pod_fields)), self._state.commits)
         cached = self._fit_errors.get(cache_key)
         if cached is not None:
             return cached
         state = self._state
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
-        ports = self._ports_check(task)
+        ports = pod_filters(self._state, task.info, self._options)
         reasons: Counter[str] = Counter(static.failures.values())
         names = state.space.names
         for node in static.candidates:
@@ -265,7 +233,7 @@ class Placer:
 
     @staticmethod
     def _dynamic_failure(
-        node: int, affinity: PodAffinityCheck | None, ports: HostPortCheck | None
+        node: int, affinity: PodAffinityCheck | None, ports: PodFilters | None
     ) -> str | None:
         failure = affinity.failure(node) if affinity is not None else None
         if failure is None and ports is not None:

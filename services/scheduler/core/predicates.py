@@ -40,6 +40,8 @@ def structured_reason(message: str) -> str:
         return "NotEnoughResources"
     if message.startswith("node(s) had untolerated taint"):
         return "TaintNotTolerated"
+    if message.startswith("node(s) didn't match pod topology spread constraints"):
+        return "PodTopologySpreadMismatch"
     return STRUCTURED_REASONS.get(message, "Unschedulable")
 
 
@@ -50,6 +52,7 @@ class PredicateOptions:
     taint_toleration: bool = True
     pod_affinity: bool = True
     node_ports: bool = True
+    topology_spread: bool = True
 
 
 def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) -> str | None:

@@ -89,6 +89,8 @@ class TaskInfo:
     scheduling_gated: bool = False
     # The host ports its containers ask for, as (hostIP, protocol, port); hostIP "" is any.
     host_ports: tuple[HostPort, ...] = ()
+    # The pod's raw spec.topologySpreadConstraints.
+    spread_constraints: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

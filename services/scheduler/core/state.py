@@ -145,7 +145,7 @@ class CycleState:
         # What other schedulers' pods on each node hold that our filters read: host ports, and
         # the required anti-affinity terms they impose on pods that come after them.
         self.other_ports: list[list[HostPort]] = [[] for _ in nodes]
-        self.other_anti: list[list[tuple[Mapping[str, Any], ...]]] = [[] for _ in nodes]
+        self.other_anti: list[list[tuple[str, tuple[Mapping[str, Any], ...]]]] = [[] for _ in nodes]
         self.version = [0] * len(nodes)
         self.revived: list[int] = []  # nodes whose idle grew back (rollback): shape heaps re-add them
         self.queues: dict[str, QueueView] = {}

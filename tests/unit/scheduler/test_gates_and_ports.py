@@ -135,7 +135,11 @@ def test_host_ports_are_read_from_containers_and_sidecars_only() -> None:
 
 
 def test_another_schedulers_pod_holds_its_host_port() -> None:
-    others = (OtherPod(node="n1", request=request("1"), host_ports=PORT_8080),)
+    # n2 is the busier node, so only the port keeps the pod off n1.
+    others = (
+        OtherPod(node="n1", request=request("1"), namespace="default", host_ports=PORT_8080),
+        OtherPod(node="n2", request=request("3"), namespace="default"),
+    )
     web = gang("web", 1, task_fields={"host_ports": PORT_8080})
     result = plan([node("n1"), node("n2")], [web], conf=CONF, other_pods=others)
     assert placed(result) == {"web-worker-0": "n2"}
@@ -143,7 +147,10 @@ def test_another_schedulers_pod_holds_its_host_port() -> None:
 
 def test_another_schedulers_pod_keeps_ours_out_by_its_anti_affinity() -> None:
     term = {"labelSelector": {"matchLabels": {"app": "batch"}}, "topologyKey": "kubernetes.io/hostname"}
-    others = (OtherPod(node="n1", request=request("1"), anti_affinity=(term,)),)
+    others = (
+        OtherPod(node="n1", request=request("1"), namespace="default", anti_affinity=(term,)),
+        OtherPod(node="n2", request=request("3"), namespace="default"),
+    )
     batch = gang("batch", 1, task_fields={"labels": {"app": "batch"}})
     result = plan([node("n1"), node("n2")], [batch], conf=CONF, other_pods=others)
     assert placed(result) == {"batch-worker-0": "n2"}
