@@ -5,9 +5,13 @@ cached for a moment so that a burst of reviews costs one query. A queue or prior
 request names but the projection does not hold yet (created a moment ago) is read from the API
 server, so a Queue applied just before its first Job is not refused as missing.
 
-Validating the CREATE of a Job or PodGroup always reads its queue from the API server (one GET):
-the cache is half a second old and the projection trails the API, so a queue closed a moment ago
-would still look Open there. The API server is the only place its state is exact.
+Validating the CREATE of a Job or PodGroup, or the DELETE of a Queue, lists the queues from the
+API server (one LIST): the cache is half a second old and the projection trails the API, so a
+queue closed a moment ago would still look Open there, and a child queue created a moment ago
+would not yet make its parent a non-leaf. The API server is the only place their state is exact.
+
+Defaulting the CREATE of a PodGroup left on the default queue reads its Namespace (one GET) for
+the `scheduling.volcano.sh/queue-name` annotation, as Volcano's PodGroup webhook does.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ CACHE_SECONDS = 0.5
 API_TIMEOUT_SECONDS = 3.0
 # Writes that put something into a queue: its state must be exact when they are admitted.
 QUEUE_ENTRIES = frozenset({"Job", "PodGroup"})
+NAMESPACE_QUEUE = "scheduling.volcano.sh/queue-name"
 
 
 class ContextUnavailable(Exception):
@@ -57,16 +62,24 @@ class ContextLoader:
         """The context for one review; `ContextUnavailable` when the API server cannot answer."""
         ctx = await self._from_database()
         wanted_queues, wanted_classes = _named(review)
-        if webhook == "validate" and _enters_queue(review):
+        tree = self._api is not None and webhook == "validate" and _reads_queue_tree(review)
+        if tree:
+            looked_up = []  # every queue is listed from the API server below
+        elif webhook == "validate" and _enters_queue(review):
             looked_up = sorted(wanted_queues)  # exact state, whatever the projection says
         else:
             looked_up = [q for q in wanted_queues if q not in ctx.queues]
         missing_classes = [c for c in wanted_classes if not ctx.priority_class_exists(c)]
-        if self._api is not None and (looked_up or missing_classes):
+        if self._api is not None and (looked_up or missing_classes or tree):
             try:
+                if tree:
+                    ctx = await self._with_listed_queues(ctx)
                 ctx = await self._with_api_lookups(ctx, looked_up, missing_classes)
             except (TimeoutError, ApiError, aiohttp.ClientError, OSError) as error:
                 raise ContextUnavailable(f"the API server could not be asked: {error}") from error
+        namespace = _defaulted_podgroup_namespace(review) if webhook == "mutate" else None
+        if self._api is not None and namespace:
+            ctx = replace(ctx, namespace_queues=await _namespace_queue(self._api, namespace))
         return ctx
 
     async def _from_database(self) -> AdmissionContext:
@@ -122,6 +135,15 @@ class ContextLoader:
         self._cached_at = time.monotonic()
         return self._cached
 
+    async def _with_listed_queues(self, ctx: AdmissionContext) -> AdmissionContext:
+        """Every queue as the API server has it: a new child queue counts at once."""
+        assert self._api is not None
+        path = KINDS["Queue"].collection()
+        listed = await request(self._api, "GET", path, timeout=API_TIMEOUT_SECONDS)
+        views = [QueueView.from_queue(item) for item in (listed or {}).get("items") or ()]
+        # The controller opens a new queue; until it has, the queue counts as Open.
+        return replace(ctx, queues={v.name: replace(v, state=v.state or "Open") for v in views})
+
     async def _with_api_lookups(
         self, ctx: AdmissionContext, queues: Iterable[str], classes: Iterable[str]
     ) -> AdmissionContext:
@@ -150,6 +172,35 @@ async def _get(api: client.ApiClient, kind: str, name: str) -> dict[str, Any] | 
         raise
 
 
+async def _namespace_queue(api: client.ApiClient, namespace: str) -> dict[str, str]:
+    """{namespace: the queue its `scheduling.volcano.sh/queue-name` annotation names}, or {}.
+    As in Volcano's PodGroup webhook, a namespace that cannot be read leaves the queue alone."""
+    try:
+        path = KINDS["Namespace"].item(None, namespace)
+        found = await request(api, "GET", path, timeout=API_TIMEOUT_SECONDS)
+    except (TimeoutError, ApiError, aiohttp.ClientError, OSError):
+        return {}
+    queue = (((found or {}).get("metadata") or {}).get("annotations") or {}).get(NAMESPACE_QUEUE)
+    return {namespace: str(queue)} if queue else {}
+
+
+def _defaulted_podgroup_namespace(review: dict[str, Any]) -> str | None:
+    """The namespace of a PodGroup being created on the default queue: the one case where the
+    mutating webhook reads its Namespace."""
+    req = review.get("request")
+    if not isinstance(req, dict) or req.get("operation") != "CREATE":
+        return None
+    if not isinstance(req.get("kind"), dict) or req["kind"].get("kind") != "PodGroup":
+        return None
+    obj = req.get("object")
+    if not isinstance(obj, dict) or not isinstance(obj.get("spec") or {}, dict):
+        return None
+    if (obj.get("spec") or {}).get("queue") not in (None, "", "default"):
+        return None
+    namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace")
+    return str(namespace) if namespace else None
+
+
 def _view(row: tables.Queue) -> QueueView:
     def amounts(milli: dict[str, int] | None) -> dict[str, str]:
         return Resources(milli).to_quantities() if milli else {}
@@ -163,6 +214,17 @@ def _view(row: tables.Queue) -> QueueView:
         guarantee=amounts(row.guarantee),
         allowed_namespaces=queue_access.allowed_namespaces(row.annotations),
     )
+
+
+def _reads_queue_tree(review: dict[str, Any]) -> bool:
+    """Reviews whose rules read a queue's children (a job only enters a leaf queue; a queue with
+    children is not deleted): they list the queues from the API server, as the projection may
+    not have a child created a moment ago."""
+    req = review.get("request")
+    if not isinstance(req, dict) or not isinstance(req.get("kind"), dict):
+        return False
+    kind, operation = req["kind"].get("kind"), req.get("operation")
+    return (operation == "CREATE" and kind in QUEUE_ENTRIES) or (operation == "DELETE" and kind == "Queue")
 
 
 def _enters_queue(review: dict[str, Any]) -> bool:

@@ -300,7 +300,14 @@ class GangKeeper:
             podgroup = self._cache.get("PodGroup", (namespace, name))
             if podgroup is None:
                 return
-            status = podgroup_status(podgroup, self._cache.pods_in_group(namespace, name), admitted=admitted)
+            # A fresh Unschedulable verdict is this session's condition: with members running, the
+            # gang goes Unknown (Volcano's getPodGroupPhase), which is its Job's Unknown event.
+            status = podgroup_status(
+                podgroup,
+                self._cache.pods_in_group(namespace, name),
+                admitted=admitted,
+                unschedulable_now=condition is not None and condition.get("type") == "Unschedulable",
+            )
             if condition is not None:
                 status["conditions"] = _with_condition(status.get("conditions") or [], condition)
             if _same_status(podgroup.get("status") or {}, status):

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import Cache
 from services.controller.coalesce import Coalescer
+from services.controller.core import keys
 from services.controller.core.commands import decide_command
 from services.controller.core.queues import QueueView, queue_status_patch, queue_transition
 from services.controller.kube_writes import KubeWrites
@@ -80,10 +81,14 @@ class QueueKeeper:
         if queue is not None:
             await self.queue_changed(queue)
 
-    async def _apply(self, queue: Json, action: str) -> None:
+    async def _apply(self, queue: Json, action: str, parent_state: str | None = None) -> None:
+        """`parent_state`: the parent's new state when the parent's own transition asks for this
+        one (the cache may not show the parent's status write yet)."""
         name = queue["metadata"]["name"]
         parent_name = (queue.get("spec") or {}).get("parent") or ""
         parent = self._cache.get("Queue", ("", parent_name)) if parent_name else None
+        if parent_state is None and parent is not None:
+            parent_state = (parent.get("status") or {}).get("state")
         groups = sum(
             1
             for pg in self._cache.all("PodGroup")
@@ -98,23 +103,27 @@ class QueueKeeper:
         result = queue_transition(
             view,
             action,
-            parent_state=((parent or {}).get("status") or {}).get("state") if parent else None,
+            parent_state=parent_state,
             children=children,
         )
         for event in result.events:
             await self._kube.record_event(queue, type_=event.type, reason=event.reason, message=event.message)
         if result.set_parent:
             await self._kube.patch("Queue", None, name, {"spec": {"parent": result.set_parent}})
+        if result.closed_by_parent is not None and view.closed_by_parent != result.closed_by_parent:
+            # The mark that lets the parent's reopening reopen this queue, as Volcano writes it.
+            marked = {keys.CLOSED_BY_PARENT: "true" if result.closed_by_parent else "false"}
+            await self._kube.patch("Queue", None, name, {"metadata": {"annotations": marked}})
         if result.changed or not (queue.get("status") or {}).get("state"):
             await self._kube.patch("Queue", None, name, queue_status_patch(result), subresource="status")
         for child in result.close_children:
             held = self._cache.get("Queue", ("", child))
             if held is not None:
-                await self._apply(held, Action.CLOSE_QUEUE)
+                await self._apply(held, Action.CLOSE_QUEUE, parent_state=result.state)
         for child in result.open_children:
             held = self._cache.get("Queue", ("", child))
             if held is not None:
-                await self._apply(held, Action.OPEN_QUEUE)
+                await self._apply(held, Action.OPEN_QUEUE, parent_state=result.state)
 
     async def command_added(self, command: Json) -> None:
         meta = command["metadata"]

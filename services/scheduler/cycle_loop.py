@@ -15,7 +15,8 @@ The configuration is volcano-scheduler.conf from a file (SCHEDULER_CONF_FILE) or
 ConfigMap the ingester keeps in `scheduler_config`; a change is picked up at the next cycle. A
 text that does not parse keeps the previous configuration; the error is logged and recorded on
 the audit stream (`scheduler.configuration-rejected`), as a successful load is
-(`scheduler.configuration-loaded`).
+(`scheduler.configuration-loaded`, whose message warns of any plugin or action skipped, also
+counted by the `phalanx_scheduler_conf_skipped_entries` gauge).
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ from services.scheduler.core.plan import CyclePlan
 from services.scheduler.core.snapshot import Snapshot
 from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership, LostLeadership
-from services.scheduler.metrics import CYCLE_PHASE_SECONDS, CycleMetrics, LeadershipWatch, record_error
+from services.scheduler.metrics import (
+    CONF_SKIPPED_ENTRIES,
+    CYCLE_PHASE_SECONDS,
+    CycleMetrics,
+    LeadershipWatch,
+    record_error,
+)
 from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
 from shared import failpoints
 from shared.clock import Clock
@@ -201,7 +208,14 @@ class CycleLoop:
                 self._conf_news = self._conf_audit("configuration-rejected", "failed", str(loaded.error))
             elif loaded.changed:
                 log.info("scheduler configuration loaded", actions=list(loaded.conf.actions), source=source)
-                self._conf_news = self._conf_audit("configuration-loaded", "done", "")
+                skipped = loaded.conf.skipped
+                if skipped:
+                    log.warning(
+                        "scheduler configuration entries skipped", skipped=list(skipped), source=source
+                    )
+                CONF_SKIPPED_ENTRIES.set(len(skipped))
+                warning = "warning: " + "; ".join(skipped) if skipped else ""
+                self._conf_news = self._conf_audit("configuration-loaded", "done", warning)
             self._conf, self._conf_text = loaded.conf, text
         assert self._conf is not None
         return self._conf

@@ -83,6 +83,10 @@ LAST_CYCLE = Gauge(
 )
 PLACED_PODS = Counter("phalanx_scheduler_placed_pods", "Pods bound by decisions.")
 EVICTED_PODS = Counter("phalanx_scheduler_evicted_pods", "Pods evicted by decisions.")
+CONF_SKIPPED_ENTRIES = Gauge(
+    "phalanx_scheduler_conf_skipped_entries",
+    "Plugins and actions of the loaded volcano-scheduler.conf that were skipped (not implemented).",
+)
 IS_LEADER = Gauge("phalanx_scheduler_leader", "1 while this process holds the scheduling lease, else 0.")
 LEADERSHIP_CHANGES = Counter(
     "phalanx_scheduler_leadership_changes",

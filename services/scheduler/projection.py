@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from services.scheduler import pod_fields
 from shared.domain.resources import Resources, pod_requests
 from shared.messages.cluster import ObjectChanged
 from shared.storage import tables
@@ -147,6 +148,7 @@ def _scheduling_annotations(obj: dict[str, Any]) -> dict[str, str] | None:
         key: str(value)
         for key, value in (_meta(obj).get("annotations") or {}).items()
         if key.startswith(("volcano.sh/hierarchy", "volcano.sh/task-topology", ALLOWED_NAMESPACES))
+        or key in pod_fields.SLA_WAITING_TIME_KEYS
     }
     return kept or None
 
@@ -164,6 +166,7 @@ def _pod(obj: dict[str, Any], scheduler_names: Collection[str]) -> dict[str, Any
     placement = {key: spec[key] for key in ("nodeSelector", "affinity", "tolerations") if spec.get(key)}
     if meta.get("labels"):
         placement["labels"] = meta["labels"]
+    placement.update(pod_fields.scheduling_fields(obj))
     return {
         "uid": meta["uid"],
         "namespace": meta.get("namespace") or "default",

@@ -22,7 +22,9 @@ from typing import Any, TypeVar, cast
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.scheduler import pod_fields
 from services.scheduler.core import snapshot as core
+from services.scheduler.core.predicates import anti_affinity_terms
 from services.scheduler.mirror import ClusterMirror
 from services.scheduler.projection import RELEASING_PHASE
 from shared.domain.resources import Resources
@@ -172,6 +174,7 @@ def build_snapshot(
                 phase=phase,
                 below_min_since=memory.below_min_since.get(group.uid),
                 annotations=dict(group.annotations or {}),
+                sla_waiting_time=pod_fields.sla_waiting_time(group.annotations or {}),
             )
         )
     gangs.sort(key=lambda g: (g.created, g.uid))
@@ -238,11 +241,20 @@ def _task(pod: Any, memory: ShellMemory) -> core.TaskInfo:
         tolerations=tuple(placement.get("tolerations") or ()),
         labels=placement.get("labels") or {},
         priority_class_name=pod.priority_class or "",
+        **pod_fields.task_fields(placement),
     )
 
 
 def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
-    return core.OtherPod(node=pod.node_name, request=memory.request(pod.request), namespace=pod.namespace)
+    placement = pod.placement or {}
+    return core.OtherPod(
+        node=pod.node_name,
+        request=memory.request(pod.request),
+        namespace=pod.namespace,
+        labels=placement.get("labels") or {},
+        host_ports=pod_fields.stored_ports(placement),
+        anti_affinity=tuple(anti_affinity_terms(placement.get("affinity"))),
+    )
 
 
 def _overlay(

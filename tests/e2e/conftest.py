@@ -6,10 +6,13 @@ integration tests' clean-up of streams never touches it, and it is stopped befor
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +48,17 @@ def kubectl(stack: stacks.Stack, *args: str, stdin: str | None = None) -> subpro
         text=True,
         timeout=60,
     )
+
+
+def audit_records(stack: stacks.Stack, event_type: str) -> list[dict[str, Any]]:
+    """The audit events of `event_type` (a glob) of the last hour, as `phalanx events watch
+    --json` prints them to an operator: each event's data."""
+    watch = ["events", "watch", "--since", "1h", "--json", "--type", event_type, "--idle-exit", "3"]
+    watched = subprocess.run(
+        [sys.executable, "-m", "phalanx.cli", *watch, "--state-dir", stack.state_dir],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert watched.returncode == 0, watched.stderr
+    return [json.loads(line)["data"] for line in watched.stdout.splitlines() if line.startswith("{")]

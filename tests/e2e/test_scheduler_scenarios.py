@@ -10,15 +10,13 @@ recorded about the bad configuration.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from phalanx import stack as stacks
 from phalanx.scenario import ExternalStack, run_files
+from tests.e2e.conftest import audit_records
 
 pytestmark = pytest.mark.e2e
 
@@ -50,17 +48,9 @@ def test_configuration_change_is_followed_and_a_bad_one_is_refused_on_record(sta
 
     # The refusal is on the audit stream, naming the unknown action, as `phalanx events watch`
     # shows it to an operator ...
-    watch = ["events", "watch", "--since", "1h", "--json", "--type", "scheduler.configuration-*"]
-    watched = subprocess.run(
-        [sys.executable, "-m", "phalanx.cli", *watch, "--idle-exit", "3", "--state-dir", stack.state_dir],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert watched.returncode == 0, watched.stderr
-    records = [json.loads(line)["data"] for line in watched.stdout.splitlines() if line.startswith("{")]
+    records = audit_records(stack, "scheduler.configuration-*")
     rejected = [r for r in records if r["action"] == "configuration-rejected"]
-    assert rejected, watched.stdout
+    assert rejected, records
     assert "failed to find Action allocat" in rejected[-1]["message"]
     assert rejected[-1]["outcome"] == "failed"
     assert any(r["action"] == "configuration-loaded" for r in records)

@@ -201,7 +201,8 @@ def podgroup_status(
     scheduled the gang is Running, or Completed when every scheduled pod finished; short of
     that it is Pending, unless the scheduler admitted it (`admitted`, the enqueue decision) or
     had already (Inqueue stays Inqueue). A gang
-    with running pods found unschedulable in this session (`unschedulable_now`) is Unknown.
+    with running pods found unschedulable in this session (`unschedulable_now`) is Unknown, and
+    stays so while it runs short of minMember.
     """
     status = dict(podgroup.get("status") or {})
     members = pods_of_podgroup(podgroup, pods)
@@ -221,7 +222,9 @@ def podgroup_status(
         ph in ("Succeeded", "Failed") for ph in phases
     )
     current = status.get("phase") or "Pending"
-    if running and unschedulable_now:
+    if running and (unschedulable_now or (current == "Unknown" and len(scheduled) < min_member)):
+        # The scheduler announces a verdict when it changes, not every session as Volcano writes
+        # the condition: an Unknown gang stays Unknown until it is whole again or stops running.
         phase = "Unknown"
     elif everything_finished:
         phase = "Completed"

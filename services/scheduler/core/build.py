@@ -16,6 +16,7 @@ from services.scheduler.core.fairness import (
     cluster_usage,
     compute_deserved,
 )
+from services.scheduler.core.gates import gate_problem, gated_waiting
 from services.scheduler.core.hdrf import HierarchyShares
 from services.scheduler.core.messages import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
 from services.scheduler.core.ordering import task_order
@@ -60,13 +61,19 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
             for name, amount in pod.request.items():
                 state.idle[node][space.index[name]] -= amount
             state.other_labels[node].append((pod.namespace, dict(pod.labels)))
+            state.other_ports[node].extend(pod.host_ports)
+            if pod.anti_affinity:
+                state.other_anti[node].append((pod.namespace, pod.anti_affinity))
+                state.anti_affinity_pods += 1
     # Keyed by identity: hashing a Resources costs more than converting it; gangs share objects.
     sparse_cache: dict[int, tuple[tuple[int, int], ...]] = {}
+    gated_gangs: dict[str, tuple[str, str]] = {}
     for info in sorted(snapshot.gangs, key=lambda g: g.uid):
         queue = state.queues.get(info.queue)
         gang = GangView(info=info, queue=queue, phase=info.phase or "Pending")
         gang.alloc = [0] * space.size
-        for order, task_info in sorted((task_order(t), t) for t in info.tasks):
+        gated = gated_waiting(info.tasks)
+        for order, task_info in sorted((task_order(t), t) for t in info.tasks if t.uid not in gated):
             request = sparse_cache.get(id(task_info.request))
             if request is None:
                 request = sparse_cache[id(task_info.request)] = space.sparse(task_info.request)
@@ -90,6 +97,9 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
                 for level in (queue, *queue.ancestors):
                     add_into(level.alloc, request)
                 add_into(gang.alloc, request)
+        if gated and (problem := gate_problem(info, len(gang.tasks), len(gated))) is not None:
+            gated_gangs[info.uid] = problem
+            gang.phase = "Pending"  # an admitted gang held back by its gates holds no room either
         if queue is not None:
             queue.has_gangs = True
             for task in gang.tasks:
@@ -107,6 +117,8 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         node_affinity=_flag(conf, "predicate.NodeAffinityEnable"),
         taint_toleration=_flag(conf, "predicate.TaintTolerationEnable"),
         pod_affinity=_flag(conf, "predicate.PodAffinityEnable"),
+        node_ports=_flag(conf, "predicate.NodePortsEnable"),
+        topology_spread=_flag(conf, "predicate.PodTopologySpreadEnable"),
     )
     topology = None
     if conf.enabled("task-topology"):
@@ -133,6 +145,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
             problem = _invalid(gang)
             if problem is not None:
                 ctx.invalid[gang.uid] = problem
+    ctx.invalid.update(gated_gangs)
     for gang in state.gangs:
         refused = _namespace_refused(gang)
         if refused is not None:

@@ -2,8 +2,11 @@
 
 The shell reads the file or ConfigMap text and calls `load_conf` whenever it changes; a text that
 does not parse keeps the previous configuration (as Volcano does) and reports a `ConfError` whose
-message names the unknown action, plugin, switch or argument. `plan_cycle` reads the result
-through `SchedulerConf.plugin(...)`, `enabled(...)` and `argument(...)`.
+message names the unknown action, switch or argument. A plugin Phalanx does not have (Volcano's
+own that Phalanx does not implement, or a name nobody knows) and a Volcano action Phalanx does not
+implement are skipped instead, as Volcano skips a plugin it cannot find: the configuration loads
+without them and `SchedulerConf.skipped` names each, for the shell to warn about. `plan_cycle`
+reads the result through `SchedulerConf.plugin(...)`, `enabled(...)` and `argument(...)`.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "sla": frozenset({"sla-waiting-time"}),
     "task-topology": frozenset({"task-topology.weight"}),
 }
-# Volcano names Phalanx knows but does not implement: refused by name rather than ignored.
+# Volcano names Phalanx knows but does not implement: skipped with a warning naming them.
 UNIMPLEMENTED_PLUGINS = frozenset({
     "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp", "pdb",
     "rescheduling", "usage", "resource-strategy-fit", "nodegroup", "extender", "resourcequota",
@@ -118,6 +121,8 @@ class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Entries left out as Volcano leaves out a plugin it cannot find: each names one (a warning).
+    skipped: tuple[str, ...] = ()
 
     def plugin(self, name: str) -> PluginOption | None:
         for tier in self.tiers:
@@ -159,11 +164,12 @@ def parse_conf(text: str) -> SchedulerConf:
     unknown_keys = sorted(set(raw) - {"actions", "tiers", "configurations", "metrics"})
     if unknown_keys:
         raise ConfError(f"unknown key {unknown_keys[0]!r} in volcano-scheduler.conf")
-    actions = _parse_actions(raw.get("actions"))
-    tiers = tuple(_parse_tier(i, t) for i, t in enumerate(raw.get("tiers") or ()))
+    skipped: list[str] = []
+    actions = _parse_actions(raw.get("actions"), skipped)
+    tiers = tuple(_parse_tier(i, t, skipped) for i, t in enumerate(raw.get("tiers") or ()))
     _reject_hierarchy_conflict(tiers)
     configurations = _parse_configurations(raw.get("configurations") or [])
-    return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations)
+    return SchedulerConf(actions=actions, tiers=tiers, configurations=configurations, skipped=tuple(skipped))
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,36 +192,53 @@ def load_conf(text: str | None, previous: SchedulerConf | None = None) -> ConfLo
     return ConfLoad(conf, None, conf != previous)
 
 
-def _parse_actions(value: object) -> tuple[str, ...]:
+def _parse_actions(value: object, skipped: list[str]) -> tuple[str, ...]:
+    """A name Volcano does not know fails the whole text, as in Volcano; a Volcano action that
+    Phalanx does not implement is skipped (and named in `skipped`), the others run."""
     if not isinstance(value, str) or not value.strip():
         raise ConfError("'actions' must be a comma-separated string such as 'enqueue, allocate'")
     names = tuple(name.strip() for name in value.split(","))
+    kept: list[str] = []
     for name in names:
         if name in UNIMPLEMENTED_ACTIONS:
-            raise ConfError(f"action {name!r} is a Volcano action that Phalanx does not implement")
+            skipped.append(f"action {name!r} is a Volcano action that Phalanx does not implement: skipped")
+            continue
         if name not in ACTIONS:
             raise ConfError(f"failed to find Action {name}: known actions are {', '.join(ACTIONS)}")
-    return names
+        kept.append(name)
+    if not kept:
+        raise ConfError(f"no action Phalanx implements in {value!r}")
+    return tuple(kept)
 
 
-def _parse_tier(index: int, raw: object) -> Tier:
+def _parse_tier(index: int, raw: object, skipped: list[str]) -> Tier:
     if not isinstance(raw, Mapping) or set(raw) - {"plugins"}:
         raise ConfError(f"tier {index + 1} must be a mapping with only 'plugins'")
     plugins = raw.get("plugins") or ()
     if not isinstance(plugins, list):
         raise ConfError(f"tier {index + 1}: 'plugins' must be a list")
-    return Tier(tuple(_parse_plugin(index, p) for p in plugins))
+    kept = []
+    for plugin in plugins:
+        if not isinstance(plugin, Mapping) or not isinstance(plugin.get("name"), str):
+            raise ConfError(f"tier {index + 1}: every plugin needs a 'name'")
+        name = plugin["name"]
+        # Volcano's session leaves out a plugin it has no builder for ("Failed to get plugin")
+        # and runs the rest; so does Phalanx, saying so, with its switches and arguments unread.
+        if name in UNIMPLEMENTED_PLUGINS:
+            skipped.append(
+                f"plugin {name!r} in tier {index + 1} is a Volcano plugin that Phalanx does not "
+                "implement: skipped"
+            )
+        elif name not in PLUGIN_ARGUMENTS:
+            known = ", ".join(sorted(PLUGIN_ARGUMENTS))
+            skipped.append(f"unknown plugin {name!r} in tier {index + 1}: skipped; known plugins: {known}")
+        else:
+            kept.append(_parse_plugin(plugin))
+    return Tier(tuple(kept))
 
 
-def _parse_plugin(tier: int, raw: object) -> PluginOption:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise ConfError(f"tier {tier + 1}: every plugin needs a 'name'")
+def _parse_plugin(raw: Mapping[str, Any]) -> PluginOption:
     name = raw["name"]
-    if name in UNIMPLEMENTED_PLUGINS:
-        raise ConfError(f"plugin {name!r} is a Volcano plugin that Phalanx does not implement")
-    if name not in PLUGIN_ARGUMENTS:
-        known = ", ".join(sorted(PLUGIN_ARGUMENTS))
-        raise ConfError(f"unknown plugin {name!r} in tier {tier + 1}; known plugins: {known}")
     switches: dict[str, bool] = {}
     for key, value in raw.items():
         if key in {"name", "arguments"}:

@@ -17,17 +17,16 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from services.scheduler.core.node_filters import PodFilters, placed_pods, pod_filters, wants_pod_filters
 from services.scheduler.core.predicates import (
     POD_NUMBER_EXCEEDED,
-    PlacedPod,
     PodAffinityCheck,
     PredicateOptions,
-    anti_affinity_terms,
     has_pod_affinity,
     static_failure,
 )
 from services.scheduler.core.scoring import Scorer, ScoreWeights, make_scorer, static_bonus
-from services.scheduler.core.snapshot import RELEASING, TaskInfo
+from services.scheduler.core.snapshot import TaskInfo
 from services.scheduler.core.state import CycleState, TaskView
 from services.scheduler.core.topology import TopologyScores
 from services.scheduler.core.vectors import first_short, fits, fits_with
@@ -111,6 +110,7 @@ class Placer:
             and self._options.pod_affinity
             and (has_pod_affinity(task.info) or self._state.anti_affinity_pods > 0)
         ) or (self._topology is not None and self._topology.applies(task))
+        needs_scan = needs_scan or wants_pod_filters(task.info, self._options)
         node = self._scan(task, future=False) if needs_scan else self._from_heap(task)
         if node is not None:
             return node, False
@@ -173,6 +173,7 @@ class Placer:
         state = self._state
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
+        ports = pod_filters(self._state, task.info, self._options, future=future)
         scorer = make_scorer(self._weights, state.space, task.request)
         topology = self._topology.bonus(task) if self._topology and self._topology.applies(task) else {}
         best: tuple[float, int] | None = None
@@ -183,6 +184,8 @@ class Placer:
             elif not fits(task.request, state.idle[node]):
                 continue
             if affinity is not None and affinity.failure(node) is not None:
+                continue
+            if ports is not None and ports.failure(node) is not None:
                 continue
             score = static.bonus.get(node, 0.0) + topology.get(node, 0.0)
             if scorer is not None:
@@ -197,25 +200,21 @@ class Placer:
         state = self._state
         if not has_pod_affinity(task.info) and state.anti_affinity_pods == 0:
             return None
-        pods: list[PlacedPod] = []
-        for node, placed in enumerate(state.tasks_on_node):
-            for other in placed.values():
-                if other.status != RELEASING:
-                    terms = tuple(anti_affinity_terms(other.info.affinity))
-                    pods.append(PlacedPod(node, other.info.namespace, other.info.labels, terms))
-            pods.extend(PlacedPod(node, ns, labels) for ns, labels in state.other_labels[node])
-        return PodAffinityCheck(task.info, state.nodes, pods)
+        return PodAffinityCheck(task.info, state.nodes, placed_pods(state))
 
     # --- explaining a failure ---------------------------------------------------------------
     def fit_error(self, task: TaskView) -> str:
         """Volcano's "0/N nodes are unavailable: <count> <reason>, ...." for an unplaceable task."""
-        cache_key = ((self._key(task), task.request), self._state.commits)
+        # Tasks of one shape may differ in what the pod filters read: those take part in the key.
+        pod_fields = (task.info.host_ports, task.info.spread_constraints)
+        cache_key = ((self._key(task), task.request, repr(pod_fields)), self._state.commits)
         cached = self._fit_errors.get(cache_key)
         if cached is not None:
             return cached
         state = self._state
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
+        ports = pod_filters(self._state, task.info, self._options)
         reasons: Counter[str] = Counter(static.failures.values())
         names = state.space.names
         for node in static.candidates:
@@ -223,7 +222,7 @@ class Placer:
             if short is not None:
                 name = names[short]
                 reasons[POD_NUMBER_EXCEEDED if name == "pods" else f"Insufficient {name}"] += 1
-            elif affinity is not None and (failure := affinity.failure(node)) is not None:
+            elif (failure := self._dynamic_failure(node, affinity, ports)) is not None:
                 reasons[failure] += 1
         total = len(state.nodes)
         message = f"0/{total} nodes are unavailable"
@@ -231,6 +230,15 @@ class Placer:
             message += ": " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items())) + "."
         self._fit_errors[cache_key] = message
         return message
+
+    @staticmethod
+    def _dynamic_failure(
+        node: int, affinity: PodAffinityCheck | None, ports: PodFilters | None
+    ) -> str | None:
+        failure = affinity.failure(node) if affinity is not None else None
+        if failure is None and ports is not None:
+            failure = ports.failure(node)
+        return failure
 
     def first_reason(self, task: TaskView) -> str | None:
         """The most common per-node reason in the task's fit error (for the structured reason)."""

@@ -30,6 +30,7 @@ STRUCTURED_REASONS = {
     POD_ANTI_AFFINITY: "PodAntiAffinityConflict",
     EXISTING_ANTI_AFFINITY: "PodAntiAffinityConflict",
     POD_NUMBER_EXCEEDED: "TooManyPods",
+    "node(s) didn't have free ports for the requested pod ports": "HostPortConflict",
 }
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -39,6 +40,8 @@ def structured_reason(message: str) -> str:
         return "NotEnoughResources"
     if message.startswith("node(s) had untolerated taint"):
         return "TaintNotTolerated"
+    if message.startswith("node(s) didn't match pod topology spread constraints"):
+        return "PodTopologySpreadMismatch"
     return STRUCTURED_REASONS.get(message, "Unschedulable")
 
 
@@ -48,6 +51,8 @@ class PredicateOptions:
     node_affinity: bool = True
     taint_toleration: bool = True
     pod_affinity: bool = True
+    node_ports: bool = True
+    topology_spread: bool = True
 
 
 def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) -> str | None:

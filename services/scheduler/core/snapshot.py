@@ -17,6 +17,7 @@ from typing import Any
 from shared.domain.resources import ZERO, Resources
 
 EMPTY: Mapping[str, str] = {}
+HostPort = tuple[str, str, int]  # (hostIP, protocol, hostPort) of a container port
 
 # Task statuses, spelled as Volcano's TaskStatus.String() so that messages match.
 PENDING = "Pending"
@@ -84,6 +85,12 @@ class TaskInfo:
     preemption_policy: str = "PreemptLowerPriority"  # or "Never"
     # The node a previous cycle's preemption or pipelining reserved for this pending task.
     nominated_node: str | None = None
+    # spec.schedulingGates is not empty: the pod waits, unplaced and uncounted, until they go.
+    scheduling_gated: bool = False
+    # The host ports its containers ask for, as (hostIP, protocol, port); hostIP "" is any.
+    host_ports: tuple[HostPort, ...] = ()
+    # The pod's raw spec.topologySpreadConstraints.
+    spread_constraints: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +125,9 @@ class OtherPod:
     request: Resources
     namespace: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    host_ports: tuple[HostPort, ...] = ()
+    # Its required pod anti-affinity terms: a pod placed by another scheduler keeps ours away too.
+    anti_affinity: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,9 @@ pending evictions will free, so Volcano's FutureIdle is `idle + releasing`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from services.scheduler.core.snapshot import (
     ALLOCATED,
@@ -24,6 +24,7 @@ from services.scheduler.core.snapshot import (
     RUNNING,
     SUCCEEDED,
     GangInfo,
+    HostPort,
     NodeInfo,
     QueueInfo,
     TaskInfo,
@@ -138,6 +139,10 @@ class CycleState:
         self.releasing = [[0] * space.size for _ in nodes]
         self.tasks_on_node: list[dict[str, TaskView]] = [{} for _ in nodes]
         self.other_labels: list[list[tuple[str, dict[str, str]]]] = [[] for _ in nodes]
+        # What other schedulers' pods on each node hold that our filters read: host ports, and
+        # the required anti-affinity terms they impose on pods that come after them.
+        self.other_ports: list[list[HostPort]] = [[] for _ in nodes]
+        self.other_anti: list[list[tuple[str, tuple[Mapping[str, Any], ...]]]] = [[] for _ in nodes]
         self.version = [0] * len(nodes)
         self.revived: list[int] = []  # nodes whose idle grew back (rollback): shape heaps re-add them
         self.queues: dict[str, QueueView] = {}

@@ -264,3 +264,13 @@ def test_a_kept_failed_pod_does_not_fill_a_resumed_gang() -> None:
     status = podgroup_status(resumed, [_member("Failed"), _member("Pending", None)])
     assert status["phase"] == "Inqueue"
     assert status["failed"] == 1
+
+
+def test_an_unknown_gang_stays_unknown_while_it_runs_short_and_recovers_once_whole() -> None:
+    unknown = {**PG, "status": {"phase": "Unknown"}}
+    short = [_member("Running"), _member("Pending", None)]
+    assert podgroup_status(unknown, short)["phase"] == "Unknown"
+    assert podgroup_status(unknown, [_member("Running"), _member("Running")])["phase"] == "Running"
+    # Restarted: nothing runs any more, so it is Pending again, as Volcano has it.
+    restarted = [_member("Pending", None), _member("Pending", None)]
+    assert podgroup_status(unknown, restarted)["phase"] == "Pending"

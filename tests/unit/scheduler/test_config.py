@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.scheduler.core import DEFAULT_CONF, ConfError, load_conf, parse_conf
+from services.scheduler.core.config import PLUGIN_ARGUMENTS
 
 pytestmark = pytest.mark.unit
 
@@ -63,7 +64,6 @@ def test_hierarchy_switch_defaults_off() -> None:
     ("text", "named"),
     [
         ('actions: "enqueue, allocat"\ntiers: []', "failed to find Action allocat"),
-        ('actions: "allocate"\ntiers: [{plugins: [{name: magic}]}]', "unknown plugin 'magic'"),
         (
             'actions: "allocate"\ntiers: [{plugins: [{name: nodeorder, arguments: {speed.weight: 1}}]}]',
             "unknown argument 'speed.weight' for plugin 'nodeorder'",
@@ -85,15 +85,10 @@ def test_hierarchy_switch_defaults_off() -> None:
             "{name: proportion}]}]",
             "proportion and drf with hierarchy enabled conflicts",
         ),
-        (
-            'actions: "allocate"\ntiers: [{plugins: [{name: tdm}]}]',
-            "plugin 'tdm' is a Volcano plugin that Phalanx does not implement",
-        ),
-        ('actions: "allocate, shuffle"\ntiers: []', "action 'shuffle' is a Volcano action"),
+        ('actions: "shuffle"\ntiers: []', "no action Phalanx implements"),
     ],
     ids=[
         "unknown-action",
-        "unknown-plugin",
         "unknown-argument",
         "unknown-switch",
         "unknown-action-argument",
@@ -102,8 +97,7 @@ def test_hierarchy_switch_defaults_off() -> None:
         "not-a-mapping",
         "bad-yaml",
         "hdrf-with-proportion",
-        "unimplemented-plugin",
-        "unimplemented-action",
+        "only-unimplemented-actions",
     ],
 )
 def test_bad_conf_is_rejected_with_a_message_naming_the_culprit(text: str, named: str) -> None:
@@ -151,3 +145,19 @@ def test_reload_reports_whether_the_conf_changed(text: str | None, changed: bool
 def test_same_text_reloaded_is_unchanged() -> None:
     first = load_conf(HELM_CONF)
     assert load_conf(HELM_CONF, first.conf).changed is False
+
+
+def test_plugins_and_actions_phalanx_lacks_are_skipped_and_named_as_volcano_skips_them() -> None:
+    conf = parse_conf(
+        'actions: "enqueue, allocate, shuffle, backfill"\n'
+        "tiers:\n"
+        "- plugins: [{name: priority}, {name: tdm, arguments: {tdm.evict.period: 1m}}, {name: gang}]\n"
+        "- plugins: [{name: magic, enableMagic: true}, {name: predicates}]\n"
+    )
+    assert conf.actions == ("enqueue", "allocate", "backfill")
+    assert [[p.name for p in tier.plugins] for tier in conf.tiers] == [["priority", "gang"], ["predicates"]]
+    assert conf.skipped == (
+        "action 'shuffle' is a Volcano action that Phalanx does not implement: skipped",
+        "plugin 'tdm' in tier 1 is a Volcano plugin that Phalanx does not implement: skipped",
+        "unknown plugin 'magic' in tier 2: skipped; known plugins: " + ", ".join(sorted(PLUGIN_ARGUMENTS)),
+    )

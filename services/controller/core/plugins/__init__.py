@@ -1,9 +1,10 @@
-"""Volcano's job plugins (env, svc, ssh, pytorch, tensorflow, mpi) as pure manifest functions.
+"""Volcano's job plugins (env, svc, ssh, pytorch, tensorflow, mpi, ray, hcclrank) as pure manifest
+functions.
 
 `apply_pod_plugins` is OnPodCreate for every plugin the job names (called by `pods.build_pod`);
 `plugin_objects` is OnJobAdd: the Service, ConfigMap, NetworkPolicy and Secret the shell must
-create, each with a controller reference to the Job. Plugins apply in the order the Job lists
-them (Volcano walks a Go map, so any order is as faithful; ours is at least stable).
+create (and ray's head Service), each with a controller reference to the Job. Plugins apply in
+the order the Job lists them (Volcano walks a Go map, so any order is as faithful; ours is at least stable).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from services.controller.core.plugins import env, mpi, pytorch, ssh, svc, tensorflow
+from services.controller.core.plugins import env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow
 from services.controller.core.plugins.args import plugin_args
 from services.controller.core.plugins.ssh import KeyPair
 
@@ -23,6 +24,8 @@ POD_HOOKS: dict[str, PodHook] = {
     pytorch.NAME: pytorch.on_pod_create,
     tensorflow.NAME: tensorflow.on_pod_create,
     mpi.NAME: mpi.on_pod_create,
+    ray.NAME: ray.on_pod_create,
+    hcclrank.NAME: hcclrank.on_pod_create,
 }
 KNOWN_PLUGINS = frozenset(POD_HOOKS)
 
@@ -59,6 +62,8 @@ def plugin_objects(
         if keys is None:
             raise ValueError("the ssh plugin needs a key pair: pass ssh_keys")
         found += ssh.objects(job, args, keys)
+    if ray.NAME in wanted and svc.NAME not in _job_plugins(job):
+        found += ray.objects(job, plugin_args(job, ray.NAME) or [])
     return found
 
 
@@ -75,4 +80,7 @@ def plugin_object_names(
         ]
     if ssh.NAME in wanted:
         names.append(("Secret", ssh.secret_name(job)))
+    if ray.NAME in wanted and svc.NAME not in _job_plugins(job):
+        head = ray.objects(job, plugin_args(job, ray.NAME) or [])
+        names += [(o["kind"], o["metadata"]["name"]) for o in head]
     return names

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from services.scheduler.core.context import CycleContext
 from services.scheduler.core.fairness import CLUSTER_OVERUSED, admit, enqueue_blocker
+from services.scheduler.core.gates import SCHEDULING_GATED
 from services.scheduler.core.ordering import job_key, queue_key, sla_waiting
 from services.scheduler.core.state import GangView
 from shared.volcano.queue_access import QUEUE_FORBIDS_NAMESPACE
@@ -28,7 +29,7 @@ def enqueue(ctx: CycleContext) -> None:
                 gang.enqueue_detail = f"queue {gang.info.queue} not found"
                 continue
             reason, detail = ctx.invalid.get(gang.uid, ("", ""))
-            if reason == QUEUE_FORBIDS_NAMESPACE:
+            if reason in (QUEUE_FORBIDS_NAMESPACE, SCHEDULING_GATED):
                 gang.enqueue_reason, gang.enqueue_detail = reason, detail
                 continue
             per_queue.setdefault(gang.queue.name, []).append((job_key(gang, state, conf, ctx.total), index))
