@@ -75,6 +75,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), True),
     Kind("bus.volcano.sh", "v1alpha1", "commands", "Command", True),
+    # Workloads and operators' CRDs, run by the stand-in controllers in `workloads` and `operators`.
+    Kind("apps", "v1", "deployments", "Deployment", True, ("deploy",), True, ("all",)),
+    Kind("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), True, ("all",)),
+    Kind("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), True, ("all",)),
+    Kind("ray.io", "v1", "rayclusters", "RayCluster", True, (), True),
+    Kind("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", True, (), True),
+    Kind("kubeflow.org", "v1", "tfjobs", "TFJob", True, (), True),
+    Kind("kubeflow.org", "v1", "mpijobs", "MPIJob", True, (), True),
 )
 
 BY_PATH: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.plural): k for k in KINDS}
@@ -84,6 +92,8 @@ BY_KIND: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in KIND
 BY_KIND_NAME: dict[str, Kind] = {k.kind: k for k in KINDS}
 
 PODS = BY_PATH[("", "v1", "pods")]
+SERVICES = BY_PATH[("", "v1", "services")]
+PODGROUPS = BY_PATH[("scheduling.volcano.sh", "v1beta1", "podgroups")]
 NODES = BY_PATH[("", "v1", "nodes")]
 NAMESPACES = BY_PATH[("", "v1", "namespaces")]
 EVENTS = BY_PATH[("", "v1", "events")]
