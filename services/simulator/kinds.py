@@ -100,8 +100,13 @@ EVENTS = BY_PATH[("", "v1", "events")]
 MUTATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")]
 VALIDATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")]
 
+_SCALE = {"kind": "Scale", "verbs": ["get", "patch", "update"], "group": "autoscaling", "version": "v1"}
 # Subresources with their own verbs and kinds, as /api/v1 lists them.
 _SUBRESOURCES: dict[str, list[dict[str, Any]]] = {
+    **{
+        plural: [{"name": f"{plural}/scale", **_SCALE}]
+        for plural in ("deployments", "replicasets", "statefulsets")
+    },
     "pods": [
         {"name": "pods/binding", "kind": "Binding", "verbs": ["create"]},
         {

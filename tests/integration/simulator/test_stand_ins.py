@@ -3,11 +3,15 @@ the real ones: Deployments, ReplicaSets, StatefulSets, KubeRay's RayCluster and 
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from services.simulator.app import write_kubeconfig
 from services.simulator.testing import RunningSimulator
 from tests.integration.simulator.conftest import eventually
 
@@ -240,3 +244,30 @@ def _find_group(custom: client.CustomObjectsApi, name: str) -> dict[str, Any] | 
         if error.status == 404:
             return None
         raise
+
+
+def test_kubectl_scale_goes_through_the_scale_subresource(
+    simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    write_kubeconfig(kubeconfig, simulator.url)
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "scaled", "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "scaled"}},
+            "template": {"metadata": {"labels": {"app": "scaled"}}, "spec": {"containers": [CONTAINER]}},
+        },
+    }
+
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        command = ["kubectl", "--kubeconfig", str(kubeconfig), *args]
+        return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60)
+
+    assert run("apply", "-f", "-", stdin=json.dumps(manifest)).returncode == 0
+    done = run("scale", "deployment", "scaled", "--replicas=0")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(run("get", "deployment", "scaled", "-o", "json").stdout)
+    assert shown["spec"]["replicas"] == 0
