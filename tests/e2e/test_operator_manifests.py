@@ -226,3 +226,41 @@ def test_deployment_pods_share_a_podgroup_sized_by_group_min_member(stack: stack
     done = kubectl(stack, "scale", "deployment", "web", "--replicas=0")
     assert done.returncode == 0, done.stderr
     _eventually(lambda: not _podgroup(stack, "default", group_name), "scaled to zero, the PodGroup goes")
+
+
+def _budget_pod(name: str, scheduler: str, budget: str) -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: default
+  annotations: {{volcano.sh/jdb-min-available: "{budget}"}}
+spec:
+  schedulerName: {scheduler}
+  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}}}]
+"""
+
+
+def test_pod_budget_annotations_are_judged_for_our_pods_only(stack: stacks.Stack) -> None:
+    _fresh(stack)
+    refused = kubectl(stack, "apply", "-f", "-", stdin=_budget_pod("bad-budget", "volcano", "100%"))
+    assert refused.returncode != 0
+    assert (
+        'invalid value <"100%"> for volcano.sh/jdb-min-available, '
+        "it must be a valid percentage which between 1% ~ 99%"
+    ) in refused.stderr
+    theirs = kubectl(stack, "apply", "-f", "-", stdin=_budget_pod("their-pod", "default-scheduler", "100%"))
+    assert theirs.returncode == 0, theirs.stderr
+    ours = kubectl(stack, "apply", "-f", "-", stdin=_budget_pod("good-budget", "volcano", "50%"))
+    assert ours.returncode == 0, ours.stderr
+    group = _eventually(
+        lambda: (
+            (p := _get(stack, "pod", "good-budget"))
+            and p["metadata"]["annotations"].get("scheduling.k8s.io/group-name")
+        ),
+        "the plain pod gets its PodGroup",
+    )
+    assert (
+        _podgroup(stack, "default", group)["metadata"]["annotations"]["volcano.sh/jdb-min-available"] == "50%"
+    )

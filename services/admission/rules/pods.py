@@ -2,9 +2,9 @@
 
 Volcano's validating webhook for pods looks only at pods naming its scheduler; of those, a pod
 that already names a PodGroup (`scheduling.k8s.io/group-name`: a Job's or an operator's pod) is
-left to its PodGroup, and a plain pod may carry at most one of
-`scheduling.volcano.sh/jdb-min-available` and `scheduling.volcano.sh/jdb-max-unavailable`, each
-a positive integer or a percentage from 1% to 99%. The messages are Volcano's own. Every other
+left to its PodGroup, and a plain pod may carry at most one of `volcano.sh/jdb-min-available` and
+`volcano.sh/jdb-max-unavailable` (Volcano's keys: no `scheduling.` prefix), each a positive
+integer or a percentage from 1% to 99%. The messages are Volcano's own. Every other
 pod is allowed untouched (and the webhook is registered with failurePolicy Ignore, so an
 admission outage never blocks a pod).
 """
@@ -20,8 +20,8 @@ from .errors import FieldError, MessageStyle
 
 STYLE: MessageStyle = "first"
 GROUP_NAME = "scheduling.k8s.io/group-name"
-JDB_MIN_AVAILABLE = "scheduling.volcano.sh/jdb-min-available"
-JDB_MAX_UNAVAILABLE = "scheduling.volcano.sh/jdb-max-unavailable"
+JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 JDB_KEYS = (JDB_MIN_AVAILABLE, JDB_MAX_UNAVAILABLE)
 
 

@@ -14,8 +14,8 @@ from .builders import admission_review, context
 
 pytestmark = pytest.mark.unit
 
-MIN = "scheduling.volcano.sh/jdb-min-available"
-MAX = "scheduling.volcano.sh/jdb-max-unavailable"
+MIN = "volcano.sh/jdb-min-available"
+MAX = "volcano.sh/jdb-max-unavailable"
 
 
 def pod(scheduler: str = "volcano", **annotations: str) -> dict[str, Any]:
