@@ -37,6 +37,13 @@ KIND_API_VERSIONS: dict[str, str] = {
     "PodGroup": "scheduling.volcano.sh/v1beta1",
     "Queue": "scheduling.volcano.sh/v1beta1",
     "Command": "bus.volcano.sh/v1alpha1",
+    "Deployment": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "RayCluster": "ray.io/v1",
+    "PyTorchJob": "kubeflow.org/v1",
+    "TFJob": "kubeflow.org/v1",
+    "MPIJob": "kubeflow.org/v1",
 }
 
 Obj = dict[str, Any]

@@ -39,6 +39,13 @@ SYSTEM_NAMESPACES = frozenset(
 )
 # Deleted first to last: owners before what they own, so controllers do not recreate it.
 NAMESPACED_KINDS = (
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "RayCluster",
+    "PyTorchJob",
+    "TFJob",
+    "MPIJob",
     "Job",
     "Command",
     "PodGroup",

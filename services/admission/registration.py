@@ -1,8 +1,9 @@
 """Shell: register the webhook configurations with the API server, scoped to our resources only.
 
-Jobs, Queues and PodGroups — never pods — so an admission outage can never block anyone else's
-pods. System namespaces are excluded. Mutation runs before validation, as the API server orders
-them; both fail closed for our own objects (Volcano's choice: an unvalidated Job must not slip in).
+Jobs, Queues and PodGroups fail closed (Volcano's choice: an unvalidated Job must not slip in).
+Pods are validated only, on CREATE, and fail open (failurePolicy Ignore): the webhook judges only
+pods naming our scheduler, so an admission outage can never block anyone's pods. System
+namespaces are excluded. Mutation runs before validation, as the API server orders them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ RULES: list[tuple[str, str, str, list[str], list[str]]] = [
     ("batch.volcano.sh", "v1alpha1", "jobs", ["CREATE", "UPDATE"], ["CREATE", "UPDATE"]),
     ("scheduling.volcano.sh", "v1beta1", "queues", ["CREATE", "UPDATE", "DELETE"], ["CREATE", "UPDATE"]),
     ("scheduling.volcano.sh", "v1beta1", "podgroups", ["CREATE", "UPDATE"], ["CREATE"]),
+    # Pods are validated (Volcano's budget annotations), never mutated, and under failurePolicy
+    # Ignore: the webhook judges only pods naming our scheduler, and its outage blocks no pod.
+    ("", "v1", "pods", ["CREATE"], []),
 ]
+IGNORED_FAILURES = frozenset({"pods"})
 
 
 def configurations(
@@ -37,6 +42,8 @@ def configurations(
         webhooks = []
         for group, version, resource, validated, mutated in RULES:
             operations = mutated if kind.startswith("Mutating") else validated
+            if not operations:
+                continue
             config: dict[str, Any] = {"caBundle": base64.b64encode(ca_pem).decode()}
             if base_url:
                 config["url"] = f"{base_url.rstrip('/')}/{path}"
@@ -70,7 +77,7 @@ def configurations(
                             }
                         ]
                     },
-                    "failurePolicy": "Fail",
+                    "failurePolicy": "Ignore" if resource in IGNORED_FAILURES else "Fail",
                     "sideEffects": "None",
                     "admissionReviewVersions": ["v1"],
                     "timeoutSeconds": timeout,

@@ -36,6 +36,8 @@ from .rules.jobs import (
 from .rules.patch import diff
 from .rules.podgroups import STYLE as PODGROUP_STYLE
 from .rules.podgroups import default_podgroup, validate_podgroup_create, validate_podgroup_update
+from .rules.pods import STYLE as POD_STYLE
+from .rules.pods import validate_pod_create
 from .rules.queues import STYLE as QUEUE_STYLE
 from .rules.queues import (
     default_queue,
@@ -84,6 +86,8 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
     kind = request.get("kind")
     if not isinstance(kind, Mapping):
         return _allowed()  # no kind we could own
+    if (kind.get("group", ""), kind.get("kind")) == ("", "Pod"):
+        return _pod_review(request, ctx, webhook)
     resource = OUR_KINDS.get((kind.get("group", ""), kind.get("kind", "")))
     operation = str(request.get("operation", ""))
     if resource is None or request.get("subResource"):
@@ -117,6 +121,18 @@ def _respond(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook
         # plainly rather than fail the webhook call.
         message = f"malformed {details['kind']}: {type(error).__name__}: {schema.shown(error)}"
         return _denied(message, "BadRequest", BAD_REQUEST_CODE, [], details)
+
+
+def _pod_review(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webhook) -> dict[str, Any]:
+    """Pods: only a validating CREATE of a pod naming our scheduler is judged; the API server has
+    already checked the pod's shape, so no schema or size check here."""
+    pod = request.get("object")
+    if webhook != "validate" or request.get("operation") != "CREATE" or request.get("subResource"):
+        return _allowed()
+    if not isinstance(pod, Mapping) or not (errors := validate_pod_create(pod, ctx)):
+        return _allowed()
+    details = {"name": schema.shown(request.get("name") or _name_of(pod)), "group": "", "kind": "Pod"}
+    return _denied(with_causes(compose(errors, POD_STYLE), errors), "Invalid", DENIED_CODE, errors, details)
 
 
 def _name_of(obj: Mapping[str, Any]) -> str:

@@ -33,7 +33,7 @@ from shared.storage.engine import make_engine, make_sessions
 from shared.storage.outbox import OutboxRelay
 
 log = structlog.get_logger()
-PRIMED_KINDS = ("PriorityClass", "Queue", "Job", "PodGroup", "Pod", "Command")
+PRIMED_KINDS = ("PriorityClass", "Queue", "Job", "PodGroup", "Pod", "Command", "ReplicaSet", "StatefulSet")
 CLUSTER_SUBJECTS = [f"cluster.{kind.lower()}.>" for kind in PRIMED_KINDS]
 
 

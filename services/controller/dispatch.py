@@ -5,8 +5,8 @@ redelivered event, or the watch echo of a write the controller already saw in it
 changes nothing. A change whose reaction fails is taken back out of the cache, so its redelivery
 is handled. A relist by the watcher (its `KindResynced` marker) makes the controller list the kind
 itself and drop what was deleted during the watch gap. Jobs' pods, PodGroups and the Job itself
-go to the job's lifecycle; any pod or PodGroup also refreshes its PodGroup's status; queues and
-commands go to the queue keeper.
+go to the job's lifecycle; any pod or PodGroup also refreshes its PodGroup's status; a ReplicaSet or
+StatefulSet resizes or removes its pods' PodGroup; queues and commands go to the queue keeper.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 
 from services.controller.cache import GROUP_ANNOTATION, Cache, controller_uid, version_of
+from services.controller.core.podgroups import WORKLOAD_KINDS
 from services.controller.gangs import GangKeeper
 from services.controller.jobs import JobDriver
 from services.controller.queue_keeper import QueueKeeper
@@ -106,5 +107,7 @@ class Dispatcher:
                 self.queues.podgroups_changed((current.get("spec") or {}).get("queue") or "default")
         elif kind == "Queue" and new is not None:
             await self.queues.queue_changed(new)
+        elif kind in WORKLOAD_KINDS and new is not None:
+            await self.gangs.workload_changed(new)
         elif kind == "Command" and new is not None and old is None:
             await self.queues.command_added(new)

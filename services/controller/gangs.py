@@ -24,13 +24,17 @@ from typing import Any, Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from services.controller.cache import Cache
+from services.controller.cache import GROUP_ANNOTATION, Cache, controller_uid
 from services.controller.coalesce import Coalescer
+from services.controller.core.owners import controller_of
 from services.controller.core.podgroups import (
+    PODGROUP_PREFIX,
+    WORKLOAD_KINDS,
     group_annotation_patch,
     needs_podgroup,
     podgroup_for_pod,
     podgroup_status,
+    workload_podgroup,
 )
 from services.controller.evictions import Evictor
 from services.controller.fences import DecisionFences
@@ -321,7 +325,7 @@ class GangKeeper:
         """Give a plain pod that asks for our scheduler a PodGroup, as Volcano's pg-controller does."""
         if not needs_podgroup(pod, self._ours):
             return
-        podgroup = podgroup_for_pod(pod, None, self._ours)
+        podgroup = podgroup_for_pod(pod, await self._owner_annotations(pod), self._ours)
         if podgroup is None:
             return
         await self._kube.create(podgroup)
@@ -329,6 +333,45 @@ class GangKeeper:
         await self._kube.patch(
             "Pod", meta.get("namespace"), meta["name"], group_annotation_patch(podgroup["metadata"]["name"])
         )
+
+    async def _owner_annotations(self, pod: Json) -> dict[str, str]:
+        """The annotations of the pod's ReplicaSet or StatefulSet (group-min-member and the
+        `volcano.sh/` ones), from the cache or, when its event has not arrived yet, the API."""
+        owner = controller_of(pod)
+        kind = str((owner or {}).get("kind", ""))
+        if owner is None or kind not in WORKLOAD_KINDS:
+            return {}
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        workload = self._cache.by_uid(kind, str(owner.get("uid"))) or await self._kube.get(
+            kind, namespace, str(owner.get("name"))
+        )
+        return dict(((workload or {}).get("metadata") or {}).get("annotations") or {})
+
+    async def workload_changed(self, workload: Json) -> None:
+        """Volcano's workload support: a ReplicaSet or StatefulSet scaled to zero loses its pods'
+        PodGroup; a changed group-min-member (or inherited annotation) resizes it."""
+        meta = workload.get("metadata") or {}
+        namespace, uid = str(meta.get("namespace") or ""), str(meta.get("uid", ""))
+        name = f"{PODGROUP_PREFIX}{uid}"
+        existing = self._cache.get("PodGroup", (namespace, name))
+        first = next(
+            (
+                p
+                for p in self._cache.all("Pod")
+                if controller_uid(p) == uid and p["metadata"].get("namespace") == namespace
+            ),
+            None,
+        )
+        if first is not None:  # its group annotation is ours: judge it as when it was created
+            annotations = {
+                k: v for k, v in (first["metadata"].get("annotations") or {}).items() if k != GROUP_ANNOTATION
+            }
+            first = {**first, "metadata": {**first["metadata"], "annotations": annotations}}
+        action, podgroup = workload_podgroup(workload, first, existing, self._ours)
+        if action == "delete" and existing is not None:
+            await self._kube.delete("PodGroup", namespace, name)
+        elif action == "update" and podgroup is not None:
+            await self._kube.replace(podgroup)
 
 
 def _waits_for_node(pod: Json) -> bool:

@@ -21,12 +21,16 @@ from services.simulator.default_scheduler import DefaultScheduler
 from services.simulator.disruption import DisruptionController
 from services.simulator.kinds import BY_PATH, PODS
 from services.simulator.kubelet import Kubelets, Timers
+from services.simulator.kuberay import RayClusterOperator
 from services.simulator.nodes import DEFAULT_NODES, NodeSpec, parse_node_entries
 from services.simulator.operations import Operations
 from services.simulator.pod_trace import PodTrace
 from services.simulator.ratelimit import TokenBucket
 from services.simulator.settings import SimulatorSettings
+from services.simulator.standin import Planner, StandIns
 from services.simulator.store import Store
+from services.simulator.training_operator import TrainingOperator
+from services.simulator.workloads import DeploymentController, ReplicaSetController, StatefulSetController
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Cluster:
     audit: Audit
     trace: PodTrace
     disruptions: DisruptionController
+    stand_ins: StandIns
 
 
 def load_nodes(path: Path | None) -> list[NodeSpec]:
@@ -72,15 +77,26 @@ def build_cluster(
     trace = PodTrace()
     store.subscribe(PODS, trace.record)
     store.subscribe(BY_PATH[("scheduling.volcano.sh", "v1beta1", "podgroups")], trace.record_group)
+    operations = Operations(store, admission, clock)
+    # Kubernetes' workload controllers and the operators' stand-ins, writing through the verbs.
+    planners: list[Planner] = [
+        DeploymentController(),
+        ReplicaSetController(),
+        StatefulSetController(),
+        RayClusterOperator(),
+        TrainingOperator(),
+    ]
+    stand_ins = StandIns(store, operations, planners, clock)
     return Cluster(
         settings,
         store,
         kubelets,
         admission,
-        Operations(store, admission, clock),
+        operations,
         limiter,
         scheduler,
         Audit(),
         trace,
         disruptions,
+        stand_ins,
     )

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from services.simulator import control, errors, kinds, openapi, tables
+from services.simulator import control, errors, kinds, openapi, scale, tables
 from services.simulator.cluster import Cluster, utc_now
 from services.simulator.errors import ApiError
 from services.simulator.kinds import Kind
@@ -193,6 +193,8 @@ class ApiApp:
             target.name,
             target.subresource,
         )
+        if sub == "scale" and kind in scale.SCALABLE and name:
+            return 200, await scale.serve(store, operations, kind, namespace, name, method, _json(body))
         if sub and not _subresource_served(kind, sub, method):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         dry_run = _dry_run(params)

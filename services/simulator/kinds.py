@@ -76,6 +76,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), True),
     Kind("bus.volcano.sh", "v1alpha1", "commands", "Command", True),
+    # Workloads and operators' CRDs, run by the stand-in controllers in `workloads` and `operators`.
+    Kind("apps", "v1", "deployments", "Deployment", True, ("deploy",), True, ("all",)),
+    Kind("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), True, ("all",)),
+    Kind("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), True, ("all",)),
+    Kind("ray.io", "v1", "rayclusters", "RayCluster", True, (), True),
+    Kind("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", True, (), True),
+    Kind("kubeflow.org", "v1", "tfjobs", "TFJob", True, (), True),
+    Kind("kubeflow.org", "v1", "mpijobs", "MPIJob", True, (), True),
 )
 
 BY_PATH: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.plural): k for k in KINDS}
@@ -85,6 +93,8 @@ BY_KIND: dict[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in KIND
 BY_KIND_NAME: dict[str, Kind] = {k.kind: k for k in KINDS}
 
 PODS = BY_PATH[("", "v1", "pods")]
+SERVICES = BY_PATH[("", "v1", "services")]
+PODGROUPS = BY_PATH[("scheduling.volcano.sh", "v1beta1", "podgroups")]
 NODES = BY_PATH[("", "v1", "nodes")]
 NAMESPACES = BY_PATH[("", "v1", "namespaces")]
 EVENTS = BY_PATH[("", "v1", "events")]
@@ -92,8 +102,13 @@ PDBS = BY_PATH[("policy", "v1", "poddisruptionbudgets")]
 MUTATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")]
 VALIDATING_WEBHOOKS = BY_PATH[("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")]
 
+_SCALE = {"kind": "Scale", "verbs": ["get", "patch", "update"], "group": "autoscaling", "version": "v1"}
 # Subresources with their own verbs and kinds, as /api/v1 lists them.
 _SUBRESOURCES: dict[str, list[dict[str, Any]]] = {
+    **{
+        plural: [{"name": f"{plural}/scale", **_SCALE}]
+        for plural in ("deployments", "replicasets", "statefulsets")
+    },
     "pods": [
         {"name": "pods/binding", "kind": "Binding", "verbs": ["create"]},
         {

@@ -16,7 +16,18 @@ class WatchedKind:
 WATCHED: tuple[WatchedKind, ...] = (
     *(
         WatchedKind(kind, KINDS[kind].collection())
-        for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Job", "Command", "Pod")
+        for kind in (
+            "Node",
+            "Queue",
+            "PriorityClass",
+            "PodGroup",
+            "Job",
+            "Command",
+            "Pod",
+            # For the PodGroups of their pods: group-min-member and scale-to-zero, as Volcano reads them.
+            "ReplicaSet",
+            "StatefulSet",
+        )
     ),
     # The scheduler's configuration (volcano-scheduler.conf), where Volcano keeps it.
     WatchedKind("ConfigMap", KINDS["ConfigMap"].collection("volcano-system")),

@@ -8,6 +8,8 @@ Between `translate.to_event` and the publish, an object is cut to what its consu
   scheduler reads requests and placement), and they are where secrets and bulk live;
 - then, only if the event would still pass the bus's payload limit, annotation values longer than
   LONG_ANNOTATION characters go (no consumer reads a long annotation).
+- a ReplicaSet or StatefulSet loses its pod template: the controller reads its annotations and
+  replica count (Volcano's PodGroups for workloads), and its pods are watched on their own;
 - a Job keeps its templates, which the controller builds pods from, but their literal environment
   values are redacted (`shared.volcano.redaction`): the controller reads the Job from the API when
   it creates pods (see docs/poison.md and docs/security.md).
@@ -35,6 +37,9 @@ POD_CONTAINER_DROPPED = (
     "startupProbe",
     "lifecycle",
 )
+# ReplicaSets and StatefulSets are read for their annotations and replica count only; their pod
+# template (environment included) never leaves the cluster.
+WORKLOAD_KINDS = ("ReplicaSet", "StatefulSet")
 LONG_ANNOTATION = 4096
 MAX_LISTED = 20  # trimmed annotations named in one event
 REFERENCE_METADATA = (
@@ -71,6 +76,8 @@ def trim(kind: str, obj: dict[str, Any]) -> list[str]:
             cut.extend(f"spec.{containers}[*].{field}" for field in POD_CONTAINER_DROPPED if field in dropped)
     if kind == "Job":
         cut.extend(redact_env(obj))
+    if kind in WORKLOAD_KINDS and isinstance(spec, dict) and spec.pop("template", None) is not None:
+        cut.append("spec.template")
     return cut
 
 

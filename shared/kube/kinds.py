@@ -52,6 +52,8 @@ KINDS: dict[str, Kind] = {
             "mutatingwebhookconfigurations",
             False,
         ),
+        Kind("ReplicaSet", "apps/v1", "replicasets", True),
+        Kind("StatefulSet", "apps/v1", "statefulsets", True),
         Kind("Job", "batch.volcano.sh/v1alpha1", "jobs", True),
         Kind("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True),
         Kind("Queue", "scheduling.volcano.sh/v1beta1", "queues", False),

@@ -50,6 +50,7 @@ def expand(namespace: str, group: str, resources: str, verbs: tuple[str, ...]) -
 WATCHER = (
     expand(CLUSTER, "", "nodes pods", READ)
     | expand(CLUSTER, "scheduling.k8s.io", "priorityclasses", READ)
+    | expand(CLUSTER, "apps", "replicasets statefulsets", READ)
     | expand(CLUSTER, "batch.volcano.sh", "jobs", READ)
     | expand(CLUSTER, "scheduling.volcano.sh", "podgroups queues", READ)
     | expand(CLUSTER, "bus.volcano.sh", "commands", READ)
@@ -71,6 +72,7 @@ CONTROLLER = (
     )
     | expand(CLUSTER, "scheduling.volcano.sh", "queues", ("get", "list", "create"))
     | expand(CLUSTER, "scheduling.k8s.io", "priorityclasses", ("get", "list"))
+    | expand(CLUSTER, "apps", "replicasets statefulsets", ("get", "list"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs", ("get", "list"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs/status", ("get", "update", "patch"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs/finalizers", ("update",))
