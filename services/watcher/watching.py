@@ -26,7 +26,7 @@ from prometheus_client import Counter, Gauge
 from services.watcher import translate
 from services.watcher.kinds import WatchedKind
 from services.watcher.translate import Message
-from shared import failpoints
+from shared import failpoints, tracing
 from shared.bus.nats import Bus
 from shared.kube.client import ApiError, request, stream_lines
 from shared.messages import subjects
@@ -156,7 +156,14 @@ class KindWatcher:
         """The event for one object, or None (audited) when it cannot be made: stepped over."""
         kind = self._kind.kind
         try:
-            message = translate.to_message(kind, change, obj, max_bytes=self._max_bytes, relist_id=relist_id)
+            # A live change of a traced object is a step of its job's trace; a relist only carries
+            # the context along (it republishes the whole cluster).
+            context = tracing.from_object(obj)
+            if relist_id is None:
+                context = tracing.step(f"watcher: {kind} {change}", context, {"k8s.object": _name(obj)})
+            message = translate.to_message(
+                kind, change, obj, max_bytes=self._max_bytes, relist_id=relist_id, traceparent=context
+            )
         except Exception as error:  # one object's fault must not stop the kind: see the docstring
             self.skipped += 1
             STEPPED_OVER.labels(kind, "skipped").inc()
