@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import Cache
 from services.controller.coalesce import Coalescer
+from services.controller.core.gang_events import victim_events
 from services.controller.core.podgroups import (
     group_annotation_patch,
     needs_podgroup,
@@ -34,6 +35,7 @@ from services.controller.core.podgroups import (
 from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
 from services.controller.leader_check import LeaderCheck
+from services.controller.metrics import DECISIONS_REFUSED
 from shared import failpoints
 from shared.batching import Batcher
 from shared.messages import decisions as msg
@@ -89,6 +91,7 @@ class GangKeeper:
         refusal = await self._leader.refusal(data.epoch, data.valid_until)
         if refusal is not None:
             reason, message = refusal
+            DECISIONS_REFUSED.labels(reason).inc()
             log.warning("decision refused", gang=data.podgroup, epoch=data.epoch, reason=reason)
             await self._audit(
                 "decision-refused",
@@ -100,6 +103,7 @@ class GangKeeper:
             )
             return
         if not await self._fences.fresh(data.gang_uid, data.epoch, data.cycle):
+            DECISIONS_REFUSED.labels("stale").inc()
             log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
             return
         match data:
@@ -174,18 +178,20 @@ class GangKeeper:
         # dropped it from the cache there would be nothing to hang the Evict event on, leaving the
         # eviction invisible to users (and to `kubectl get events`).
         pods = [self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions]
+        podgroup = self._cache.get("PodGroup", (data.namespace, data.podgroup))
+        preemptor = self._cache.by_uid("PodGroup", data.preemptor) if data.preemptor else None
+        preemptor_name = _ident_of(preemptor) if preemptor is not None else data.preemptor
         results = await asyncio.gather(
             *(self._kube.evict(e.namespace, e.name, e.uid) for e in data.evictions)
         )
         for eviction, pod, done in zip(data.evictions, pods, results, strict=True):
             if pod is not None and done:
-                await self._kube.record_event(
-                    pod,
-                    type_="Warning",
-                    reason="Evict",
-                    message=f"Pod is evicted, because of {eviction.reason}",
-                    component=SCHEDULER_COMPONENT,
-                )
+                for involved, type_, reason, message in victim_events(
+                    pod, podgroup, reason=eviction.reason, node=eviction.node, preemptor=preemptor_name
+                ):
+                    await self._kube.record_event(
+                        involved, type_=type_, reason=reason, message=message, component=SCHEDULER_COMPONENT
+                    )
         await self._audit(
             "evicted",
             data,
@@ -333,3 +339,8 @@ def _same_status(held: Json, wanted: Json) -> bool:
         for f, empty in _SHOWN_STATUS.items()
         if f in wanted
     )
+
+
+def _ident_of(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
