@@ -9,6 +9,7 @@ Volcano's too (milli-CPU, bytes, milliseconds). docs/observability.md lists them
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -109,6 +110,15 @@ LEADERSHIP_CHANGES = Counter(
 _HOLDING = OCCUPYING_STATUSES | {SUCCEEDED}
 
 
+# The last committed cycle's queue figures and when (monotonic), as this process's registry keeps
+# the gauges: share_history.py samples them for the console.
+_latest_queues: tuple[tuple[QueueFigures, ...], float] = ((), 0.0)
+
+
+def latest_queue_figures() -> tuple[tuple[QueueFigures, ...], float]:
+    return _latest_queues
+
+
 class LeadershipWatch:
     """Counts lease changes from the epoch the cycle loop sees after each attempt to lead."""
 
@@ -157,6 +167,8 @@ class CycleMetrics:
         UNDERFILLED_GANGS.set(len(plan.underfilled))
         self._record_evictions(plan)
         self._record_queues(plan.queues)
+        global _latest_queues
+        _latest_queues = (plan.queues, time.monotonic())
 
     def _record_job(self, gang: GangInfo, now: datetime) -> None:
         """Volcano's per-job gauges, at each cycle that binds members of the job: from its
