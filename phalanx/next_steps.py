@@ -58,12 +58,18 @@ def ready_text(stack: Stack, state_dir: Path, *, detached: bool, here: Path) -> 
     stop = f"Stop it with: {phalanx} down{state}" if detached else "Ctrl-C stops everything."
     users = shown_path(Path(stack.state_dir) / "nats-users.json", here)
     console = f"  console (web)        {stack.console_url}\n" if stack.console_url else ""
+    # Where Prometheus scrapes each service (docs/observability.md).
+    scraped = [p for p in stack.processes if p.name != "simulator" and p.health_port]
+    metrics = "".join(
+        f"  {'metrics' if i == 0 else '':<21}{p.name:<11}http://127.0.0.1:{p.health_port}/metrics\n"
+        for i, p in enumerate(scraped)
+    )
     return f"""
 [bold green]Phalanx is running.[/bold green]
   cluster (simulated)  {stack.simulator_url}
   NATS                 {without_user(stack.nats_url)}   users: {users}
   PostgreSQL           {without_user(stack.database_url)}
-{console}  logs                 {shown_path(Path(stack.state_dir) / "logs", here)}
+{console}{metrics}  logs                 {shown_path(Path(stack.state_dir) / "logs", here)}
 
 Submit a Volcano Job and watch it{where}:
   export KUBECONFIG={shown_path(Path(stack.kubeconfig), here)}

@@ -2,7 +2,8 @@
 
 Each service's `__main__` calls `run_service(name, settings, main)`. `main` receives a `Health`
 whose `ready` flag drives `/readyz`; `/healthz` answers while the process runs; `/metrics` serves
-Prometheus text. SIGTERM or SIGINT cancels `main`, which closes its connections on the way out.
+Prometheus text. Tracing is switched on here when an OTLP endpoint is configured (shared/tracing.py).
+SIGTERM or SIGINT cancels `main`, which closes its connections on the way out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from shared import tracing
 from shared.metrics import exposition
 
 log = structlog.get_logger()
@@ -92,6 +94,7 @@ def run_service(
 
     async def runner() -> None:
         health = Health()
+        tracing.configure(name.removeprefix("phalanx-"))
         server = await serve_health(health, health_port, health_host) if health_port else None
         task = asyncio.ensure_future(main(health))
         loop = asyncio.get_running_loop()
@@ -103,6 +106,7 @@ def run_service(
         except asyncio.CancelledError:
             log.info("stopping", service=name)
         finally:
+            tracing.shutdown()
             if server:
                 server.close()
                 with contextlib.suppress(Exception):

@@ -8,6 +8,7 @@ on `audit.admission.*` without delaying the answer.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -22,7 +23,7 @@ from starlette.routing import Route
 
 from services.admission import review as core
 from services.admission.context_loader import ContextLoader, ContextUnavailable
-from shared import failpoints
+from shared import failpoints, tracing
 from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
 from shared.messages.envelope import new_event
@@ -91,6 +92,8 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
                     answer = _unavailable(review_in, str(error))
                 else:
                     answer = _reviewed(review_in, ctx, webhook)
+                    if webhook == "mutate":
+                        _start_trace(answer, review_in)
             allowed = bool((answer.get("response") or {}).get("allowed"))
             kind = str(((review_in.get("request") or {}).get("kind") or {}).get("kind") or "")
             REVIEWS.labels(webhook, kind, str(allowed).lower()).inc()
@@ -134,6 +137,40 @@ def _reviewed(review_in: dict[str, Any], ctx: Any, webhook: core.Webhook) -> dic
         refusal = _refusal(400, f"the object could not be reviewed: {type(error).__name__}")
         refusal["response"]["uid"] = str(request.get("uid", "")) if isinstance(request, dict) else ""
         return refusal
+
+
+def _start_trace(answer: dict[str, Any], review_in: dict[str, Any]) -> None:
+    """A new Job's trace begins here: the root span, and its context on the Job as an annotation
+    (added to the defaulting patch) for the services downstream. Nothing when tracing is off."""
+    request = review_in.get("request") or {}
+    response = answer.get("response") or {}
+    obj = request.get("object")
+    if (
+        not tracing.enabled()
+        or not response.get("allowed")
+        or request.get("operation") != "CREATE"
+        or (request.get("kind") or {}).get("kind") != "Job"
+        or not isinstance(obj, dict)
+        or not isinstance(obj.get("metadata"), dict)
+    ):
+        return
+    meta = obj["metadata"]
+    context = tracing.start(
+        "admission: Job admitted",
+        {"k8s.namespace.name": str(request.get("namespace") or ""), "k8s.job.name": str(meta.get("name"))},
+    )
+    operations = orjson.loads(base64.b64decode(response["patch"])) if response.get("patch") else []
+    if isinstance(meta.get("annotations"), dict) or any(
+        op.get("path") == "/metadata/annotations" for op in operations
+    ):
+        key = tracing.TRACEPARENT_ANNOTATION.replace("~", "~0").replace("/", "~1")
+        operations.append({"op": "add", "path": f"/metadata/annotations/{key}", "value": context})
+    else:
+        operations.append(
+            {"op": "add", "path": "/metadata/annotations", "value": {tracing.TRACEPARENT_ANNOTATION: context}}
+        )
+    response["patchType"] = "JSONPatch"
+    response["patch"] = base64.b64encode(orjson.dumps(operations)).decode("ascii")
 
 
 def _json(document: dict[str, Any], status: int = 200) -> Response:

@@ -70,8 +70,51 @@ def _bar(resource: str, used: int, limit: int | None, deserved: int | None) -> s
     )
 
 
-def queues_page(queues: list[QueueView], total: dict[str, int]) -> str:
-    """`total`: the cluster's schedulable resources, the bar's end for a queue without capability."""
+def share_chart(samples: list[tuple[datetime, float]], now: datetime, hours: float) -> str:
+    """A queue's share over the last `hours` as a small inline SVG line, the deserved share (1) as a
+    dashed rule; its accessible name says the figures the line shows."""
+    if not samples:
+        return '<span class="muted">no samples</span>'
+    width, height = 160, 36
+    top = max(1.25, max(share for _, share in samples) * 1.1)
+    start = now.timestamp() - hours * 3600
+
+    def x(moment: datetime) -> float:
+        return max(0.0, min(width, (moment.timestamp() - start) / (hours * 3600) * width))
+
+    def y(share: float) -> float:
+        return height - min(share, top) / top * height
+
+    points = " ".join(f"{x(moment):.1f},{y(share):.1f}" for moment, share in samples)
+    shares = [share for _, share in samples]
+    label = (
+        f"share over the last {hours:g} hours: now {shares[-1]:.2f}, peak {max(shares):.2f},"
+        f" low {min(shares):.2f} (1 is the deserved share)"
+    )
+    line = (
+        f'<polyline points="{points}" class="share-line"/>'
+        if len(samples) > 1
+        else f'<circle cx="{x(samples[0][0]):.1f}" cy="{y(shares[0]):.1f}" r="2" class="share-dot"/>'
+    )
+    return (
+        f'<svg class="share" role="img" aria-label="{escape(label)}" viewBox="0 0 {width} {height}"'
+        f' width="{width}" height="{height}"><title>{escape(label)}</title>'
+        f'<line x1="0" x2="{width}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" class="share-deserved"/>{line}</svg>'
+    )
+
+
+def queues_page(
+    queues: list[QueueView],
+    total: dict[str, int],
+    history: dict[str, list[tuple[datetime, float]]] | None = None,
+    *,
+    now: datetime | None = None,
+    hours: float = 6,
+) -> str:
+    """`total`: the cluster's schedulable resources, the bar's end for a queue without capability;
+    `history`: each queue's share samples of the last `hours`."""
+    now = now or datetime.now(UTC)
+    history = history or {}
     rows = []
     for q in queues:
         resources = sorted(set(q.allocated) | set(q.capability) | set(q.deserved) or {"cpu", "memory"})
@@ -85,15 +128,18 @@ def queues_page(queues: list[QueueView], total: dict[str, int]) -> str:
         rows.append(
             f'<tr><th scope="row"><a href="/jobs?queue={quote(q.name)}">{escape(q.name)}</a>{parent}</th>'
             f"<td>{q.weight}</td><td>{escape(q.state)}</td><td><ul class=bars>{bars}</ul></td>"
-            f'<td class="num">{q.pending_gangs}</td><td class="num">{q.running_gangs}</td></tr>'
+            f'<td class="num">{q.pending_gangs}</td><td class="num">{q.running_gangs}</td>'
+            f"<td>{share_chart(history.get(q.name, []), now, hours)}</td></tr>"
         )
     return (
         "<h1>Queues</h1><p class=muted>Allocated against capability (or the cluster, where a queue"
-        " has none); the tick marks the deserved share.</p>"
+        " has none); the tick marks the deserved share. The line is the queue's share (allocated over"
+        " deserved) over the last hours; the dashed rule is its deserved share.</p>"
         '<table><caption class="visually-hidden">Queues</caption><thead><tr><th scope=col>Queue</th>'
         "<th scope=col>Weight</th><th scope=col>State</th><th scope=col>Allocated</th>"
-        "<th scope=col>Pending gangs</th><th scope=col>Running gangs</th></tr></thead>"
-        f"<tbody>{''.join(rows) or _empty(6, 'no queues')}</tbody></table>"
+        "<th scope=col>Pending gangs</th><th scope=col>Running gangs</th>"
+        f"<th scope=col>Share, last {hours:g} h</th></tr></thead>"
+        f"<tbody>{''.join(rows) or _empty(7, 'no queues')}</tbody></table>"
     )
 
 

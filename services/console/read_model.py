@@ -1,4 +1,5 @@
-"""What the console shows from PostgreSQL, read as `phalanx_reader`: queues, jobs, pods, nodes, verdicts.
+"""What the console shows from PostgreSQL, read as `phalanx_reader`: queues, jobs, pods, nodes, verdicts,
+and each queue's share over the last hours (sampled by the scheduler into queue_share_history).
 
 Plain queries into plain dataclasses; the pages module renders them. Resource amounts are the
 scheduler's milli-units (cpu 1000 = one core, memory 1000 = one byte), as the ingester stores them.
@@ -150,6 +151,17 @@ class ReadModel:
             elif row["phase"] == "Running":
                 queue.running_gangs += row["n"]
         return roll_up(queues)
+
+    async def share_history(self, hours: float) -> dict[str, list[tuple[datetime, float]]]:
+        """Each queue's share samples of the last `hours`, oldest first (queue_share_history)."""
+        history: dict[str, list[tuple[datetime, float]]] = {}
+        for row in await self._rows(
+            "SELECT queue, sampled_at, share FROM queue_share_history"
+            " WHERE sampled_at >= now() - make_interval(secs => :seconds) ORDER BY queue, sampled_at",
+            seconds=hours * 3600,
+        ):
+            history.setdefault(row["queue"], []).append((row["sampled_at"], float(row["share"])))
+        return history
 
     async def jobs(
         self,

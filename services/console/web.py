@@ -25,6 +25,7 @@ from services.console.read_model import ReadModel, add_into
 STATIC = Path(__file__).parent / "static"
 COOKIE = "phalanx_console_token"
 KEEPALIVE_SECONDS = 15.0
+SHARE_HOURS = 6.0  # the queues page's share chart covers this much
 
 
 def create_app(
@@ -62,7 +63,9 @@ def create_app(
         for node in await model.nodes():
             if node.ready and not node.cordoned:
                 add_into(total, node.allocatable)
-        return page(request, "Queues", "/queues", pages.queues_page(await model.queues(), total))
+        history = await model.share_history(SHARE_HOURS)
+        body = pages.queues_page(await model.queues(), total, history, hours=SHARE_HOURS)
+        return page(request, "Queues", "/queues", body)
 
     @app.get("/jobs")
     async def jobs(

@@ -8,7 +8,8 @@ nothing published meanwhile is lost). A periodic resync repairs whatever a lost 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -21,6 +22,7 @@ from services.controller.kube_writes import KubeWrites
 from services.controller.metrics import count_podgroups_of
 from services.controller.queue_keeper import QueueKeeper
 from services.controller.settings import ControllerSettings
+from shared import tracing
 from shared.bus.nats import Bus, ConsumerSpec
 from shared.clock import SystemClock
 from shared.kube.client import ApiError, make_api_client
@@ -70,14 +72,21 @@ async def run(settings: ControllerSettings, health: Health) -> None:
                     # Too large for the bus, published as a reference: the API has the body.
                     obj = await kube.get(data.kind, data.namespace, data.name)
                 if obj is not None:  # None: deleted since, and its DELETED event follows
+                    started = time.time_ns()
                     await dispatcher.observe(data.kind, obj, deleted=data.change == "DELETED")
+                    tracing.step(
+                        f"controller: {data.kind} {data.change}",
+                        event.traceparent,
+                        {"k8s.object": f"{data.namespace}/{data.name}"},
+                        started_ns=started,
+                    )
             elif isinstance(data, KindResynced) and data.kind in PRIMED_KINDS:
                 await dispatcher.relisted(data.kind, *await kube.list(data.kind))
 
         bus.consume(ConsumerSpec(subjects.CLUSTER_STREAM, "controller", CLUSTER_SUBJECTS), on_cluster)
         bus.consume(
             ConsumerSpec(subjects.DECISIONS_STREAM, "controller-decisions", ["decisions.>"]),
-            dispatcher.gangs.decided,
+            _traced_decisions(dispatcher.gangs.decided),
         )
         tasks.append(asyncio.create_task(_resync_forever(dispatcher, settings.resync_seconds)))
         health.set_ready()
@@ -89,6 +98,24 @@ async def run(settings: ControllerSettings, health: Health) -> None:
         await bus.close()
         await api.close()
         await engine.dispose()
+
+
+def _traced_decisions(
+    handle: Callable[[CloudEvent[Any]], Awaitable[None]],
+) -> Callable[[CloudEvent[Any]], Awaitable[None]]:
+    """The decision consumer, recording each decision on a traced gang as a step of its trace."""
+
+    async def decided(event: CloudEvent[Any]) -> None:
+        started = time.time_ns()
+        await handle(event)
+        tracing.step(
+            f"controller: {type(event.data).__name__}",
+            event.traceparent,
+            {"phalanx.gang": f"{event.data.namespace}/{event.data.podgroup}"},
+            started_ns=started,
+        )
+
+    return decided
 
 
 async def _prime(cache: Cache, kube: KubeWrites) -> None:

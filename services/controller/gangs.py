@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import GROUP_ANNOTATION, Cache, controller_uid
 from services.controller.coalesce import Coalescer
+from services.controller.core.gang_events import victim_events
 from services.controller.core.owners import controller_of
 from services.controller.core.podgroups import (
     PODGROUP_PREFIX,
@@ -40,6 +41,7 @@ from services.controller.evictions import Evictor
 from services.controller.fences import DecisionFences
 from services.controller.kube_writes import KubeWrites
 from services.controller.leader_check import LeaderCheck
+from services.controller.metrics import DECISIONS_REFUSED
 from shared import failpoints
 from shared.batching import Batcher
 from shared.messages import decisions as msg
@@ -100,6 +102,7 @@ class GangKeeper:
         refusal = await self._leader.refusal(data.epoch, data.valid_until)
         if refusal is not None:
             reason, message = refusal
+            DECISIONS_REFUSED.labels(reason).inc()
             log.warning("decision refused", gang=data.podgroup, epoch=data.epoch, reason=reason)
             await self._audit(
                 "decision-refused",
@@ -111,6 +114,7 @@ class GangKeeper:
             )
             return
         if not await self._fences.fresh(data.gang_uid, data.epoch, data.cycle):
+            DECISIONS_REFUSED.labels("stale").inc()
             log.info("stale decision ignored", gang=data.podgroup, epoch=data.epoch)
             return
         match data:
@@ -186,6 +190,9 @@ class GangKeeper:
         # dropped it from the cache there would be nothing to hang the Evict event on, leaving the
         # eviction invisible to users (and to `kubectl get events`).
         pods = {(e.namespace, e.name): self._cache.get("Pod", (e.namespace, e.name)) for e in data.evictions}
+        podgroup = self._cache.get("PodGroup", (data.namespace, data.podgroup))
+        preemptor = self._cache.by_uid("PodGroup", data.preemptor) if data.preemptor else None
+        preemptor_name = _ident_of(preemptor) if preemptor is not None else data.preemptor
 
         async def warn(eviction: msg.Eviction, reason: str, message: str) -> None:
             pod = pods[(eviction.namespace, eviction.name)]
@@ -195,7 +202,15 @@ class GangKeeper:
                 )
 
         async def evicted(eviction: msg.Eviction) -> None:
-            await warn(eviction, "Evict", f"Pod is evicted, because of {eviction.reason}")
+            pod = pods[(eviction.namespace, eviction.name)]
+            if pod is None:
+                return
+            for involved, type_, reason, message in victim_events(
+                pod, podgroup, reason=eviction.reason, node=eviction.node, preemptor=preemptor_name
+            ):
+                await self._kube.record_event(
+                    involved, type_=type_, reason=reason, message=message, component=SCHEDULER_COMPONENT
+                )
 
         async def refused(eviction: msg.Eviction, why: str) -> None:
             # Surfaced where users look: on the pod, and in the audit trail of its gang.
@@ -417,3 +432,8 @@ def _same_status(held: Json, wanted: Json) -> bool:
         for f, empty in _SHOWN_STATUS.items()
         if f in wanted
     )
+
+
+def _ident_of(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Protocol
 
-from prometheus_client import REGISTRY, Histogram
+from prometheus_client import REGISTRY, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import INF
@@ -42,6 +42,13 @@ JOB_TO_POD_CREATION = Histogram(
     "volcano_controller_job_to_pod_creation_latency_milliseconds",
     "Latency from VCJob creation to pod created in milliseconds",
     buckets=(*(5 * 2**i for i in range(15)), INF),
+)
+# The partial-gang guard: decisions the controller would not carry out, so that a deposed or
+# stale scheduler never binds part of a gang. `reason`: the lease check's (docs/leadership) or `stale`.
+DECISIONS_REFUSED = Counter(
+    "phalanx_controller_decisions_refused",
+    "Scheduler decisions refused: from a scheduler no longer holding the lease, or older than one applied.",
+    ["reason"],
 )
 
 

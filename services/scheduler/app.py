@@ -13,6 +13,7 @@ from services.scheduler.ingest import INGESTED_KINDS, Ingester
 from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership
 from services.scheduler.settings import SchedulerSettings
+from services.scheduler.share_history import ShareHistory
 from shared.bus.nats import Bus, ConsumerSpec
 from shared.clock import SystemClock
 from shared.messages import subjects
@@ -55,7 +56,16 @@ async def run(settings: SchedulerSettings, health: Health) -> None:
                 ingester.handle,
             )
         if settings.cycle:
-            tasks += [asyncio.create_task(loop.run()), asyncio.create_task(relay.run())]
+            history = ShareHistory(
+                sessions,
+                every_seconds=settings.share_history_seconds,
+                keep_hours=settings.share_history_hours,
+            )
+            tasks += [
+                asyncio.create_task(loop.run()),
+                asyncio.create_task(relay.run()),
+                asyncio.create_task(history.run()),
+            ]
         health.set_ready()
         await asyncio.gather(*tasks) if tasks else await asyncio.Event().wait()
     finally:

@@ -49,7 +49,7 @@ from services.scheduler.metrics import (
     record_error,
 )
 from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
-from shared import failpoints
+from shared import failpoints, tracing
 from shared.clock import Clock
 from shared.messages import decisions as msg
 from shared.messages import subjects
@@ -259,18 +259,25 @@ class CycleLoop:
             def announce(data: EventData, what: str, gang_uid: str, audit: AuditRecorded) -> None:
                 gang = gangs[gang_uid]
                 event_id = f"{epoch}:{cycle}:{what}:{gang_uid}"
+                # A traced gang's decision is a step of its job's trace (shared/tracing.py).
+                context = tracing.step(
+                    f"scheduler: {what}",
+                    gang.annotations.get(tracing.TRACEPARENT_ANNOTATION),
+                    {"phalanx.gang": f"{gang.namespace}/{gang.name}", "phalanx.cycle": cycle},
+                )
+                subject = f"{gang.namespace}/{gang.name}"
                 events.append(
                     (
                         subjects.decision(gang.namespace, gang.name),
                         new_event(
-                            data, source=SOURCE, event_id=event_id, subject=f"{gang.namespace}/{gang.name}"
+                            data, source=SOURCE, event_id=event_id, subject=subject, traceparent=context
                         ),
                     )
                 )
                 events.append(
                     (
                         subjects.audit("scheduler", audit.action, gang.namespace, gang.name),
-                        new_event(audit, source=SOURCE, event_id=f"audit:{event_id}"),
+                        new_event(audit, source=SOURCE, event_id=f"audit:{event_id}", traceparent=context),
                     )
                 )
 

@@ -9,6 +9,7 @@ Volcano's too (milli-CPU, bytes, milliseconds). docs/observability.md lists them
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -49,6 +50,20 @@ UNSCHEDULE_TASK_COUNT = Gauge(
     "volcano_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"]
 )
 UNSCHEDULE_JOB_COUNT = Gauge("volcano_unschedule_job_count", "Number of jobs could not be scheduled")
+UNDERFILLED_GANGS = Gauge(
+    "phalanx_scheduler_underfilled_gangs",
+    "Gangs holding resources with fewer members than their minimum after the last cycle (a member "
+    "failed or was evicted); the optional release rule frees them after its grace period.",
+)
+# Per job (a PodGroup), set when the cycle binds its members; Volcano's labels, ms and Unix seconds.
+_JOB_LABELS = ["job_name", "queue", "job_namespace"]
+JOB_GAUGES: dict[str, Gauge] = {
+    "duration": Gauge("volcano_e2e_job_scheduling_duration", "E2E job scheduling duration", _JOB_LABELS),
+    "start_time": Gauge(
+        "volcano_e2e_job_scheduling_start_time", "E2E job scheduling start time", _JOB_LABELS
+    ),
+    "last_time": Gauge("volcano_e2e_job_scheduling_last_time", "E2E job scheduling last time", _JOB_LABELS),
+}
 
 
 def _queue_gauge(name: str, documentation: str) -> Gauge:
@@ -99,6 +114,15 @@ LEADERSHIP_CHANGES = Counter(
 _HOLDING = OCCUPYING_STATUSES | {SUCCEEDED}
 
 
+# The last committed cycle's queue figures and when (monotonic), as this process's registry keeps
+# the gauges: share_history.py samples them for the console.
+_latest_queues: tuple[tuple[QueueFigures, ...], float] = ((), 0.0)
+
+
+def latest_queue_figures() -> tuple[tuple[QueueFigures, ...], float]:
+    return _latest_queues
+
+
 class LeadershipWatch:
     """Counts lease changes from the epoch the cycle loop sees after each attempt to lead."""
 
@@ -124,6 +148,7 @@ class CycleMetrics:
         self._unscheduled_jobs: set[str] = set()
         self._queues: set[str] = set()
         self._resource_series: set[tuple[str, str]] = set()  # (gauge key, queue) with a value
+        self._job_series: dict[str, tuple[str, str, str]] = {}  # gang uid -> the job gauges' labels
 
     def record(self, plan: CyclePlan, snapshot: Snapshot, *, took_seconds: float, now: datetime) -> None:
         E2E_SCHEDULING_LATENCY.observe(took_seconds * 1000)
@@ -139,9 +164,34 @@ class CycleMetrics:
             # A gang placed over several cycles counts once: when its first members are bound.
             if gang is not None and not any(t.status in OCCUPYING_STATUSES for t in gang.tasks):
                 E2E_JOB_SCHEDULING_LATENCY.observe(max(0.0, (now - gang.created).total_seconds() * 1000))
+            if gang is not None:
+                self._record_job(gang, now)
+        self._forget_jobs_gone(gangs)
         self._record_unschedulable(plan, gangs)
+        UNDERFILLED_GANGS.set(len(plan.underfilled))
         self._record_evictions(plan)
         self._record_queues(plan.queues)
+        global _latest_queues
+        _latest_queues = (plan.queues, time.monotonic())
+
+    def _record_job(self, gang: GangInfo, now: datetime) -> None:
+        """Volcano's per-job gauges, at each cycle that binds members of the job: from its
+        creation to this bind (ms), its creation and this bind (Unix seconds)."""
+        labels = (gang.name, gang.queue, gang.namespace)
+        if (held := self._job_series.get(gang.uid)) is not None and held != labels:
+            for gauge in JOB_GAUGES.values():
+                gauge.remove(*held)
+        self._job_series[gang.uid] = labels
+        JOB_GAUGES["duration"].labels(*labels).set(max(0.0, (now - gang.created).total_seconds() * 1000))
+        JOB_GAUGES["start_time"].labels(*labels).set(gang.created.timestamp())
+        JOB_GAUGES["last_time"].labels(*labels).set(now.timestamp())
+
+    def _forget_jobs_gone(self, gangs: dict[str, GangInfo]) -> None:
+        """A job no longer in the snapshot (deleted) loses its series, as Volcano's cleanMetrics."""
+        for uid in [uid for uid in self._job_series if uid not in gangs]:
+            labels = self._job_series.pop(uid)
+            for gauge in JOB_GAUGES.values():
+                gauge.remove(*labels)
 
     def _record_unschedulable(self, plan: CyclePlan, gangs: dict[str, GangInfo]) -> None:
         waiting: dict[str, int] = {}

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.scheduler import pod_fields
+from shared import tracing
 from shared.domain.resources import Resources, pod_requests
 from shared.messages.cluster import ObjectChanged
 from shared.storage import tables
@@ -143,11 +144,18 @@ def _podgroup(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
 
 def _scheduling_annotations(obj: dict[str, Any]) -> dict[str, str] | None:
     """Only the annotations the core reads (hierarchy, task topology, a queue's allowed
-    namespaces), not every one."""
+    namespaces), not every one, and a PodGroup's trace context, which its decisions carry on."""
     kept = {
         key: str(value)
         for key, value in (_meta(obj).get("annotations") or {}).items()
-        if key.startswith(("volcano.sh/hierarchy", "volcano.sh/task-topology", ALLOWED_NAMESPACES))
+        if key.startswith(
+            (
+                "volcano.sh/hierarchy",
+                "volcano.sh/task-topology",
+                ALLOWED_NAMESPACES,
+                tracing.TRACEPARENT_ANNOTATION,
+            )
+        )
         or key in pod_fields.SLA_WAITING_TIME_KEYS
     }
     return kept or None

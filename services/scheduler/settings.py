@@ -36,4 +36,10 @@ class SchedulerSettings(ServiceSettings):
     holder: str = Field(default_factory=default_holder, description="This replica's leadership name.")
     ingest: bool = Field(True, description="Run the ingester (cluster.* → tables) in this process.")
     cycle: bool = Field(True, description="Run the scheduling cycle in this process.")
+    share_history_seconds: float = Field(
+        60.0, ge=1, le=3600, description="How often the leader samples each queue's share for the console."
+    )
+    share_history_hours: float = Field(
+        24.0, gt=0, le=24 * 31, description="How long queue share samples are kept."
+    )
     health_port: int = Field(8080, ge=0, le=65535)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.watcher import trim
-from shared.messages import subjects
+from shared.messages import envelope, subjects
 from shared.messages.cluster import Change, ObjectChanged
-from shared.messages.envelope import new_event
+from shared.messages.envelope import CloudEvent
 
 SOURCE = "phalanx/watcher"
 
@@ -87,10 +87,22 @@ class Message:
 
 
 def to_message(
-    kind: str, change: Change, obj: dict[str, Any], *, max_bytes: int, relist_id: str | None = None
+    kind: str,
+    change: Change,
+    obj: dict[str, Any],
+    *,
+    max_bytes: int,
+    relist_id: str | None = None,
+    traceparent: str | None = None,
 ) -> Message:
-    """The event for one object, encoded, never over `max_bytes` (see the module's docstring)."""
+    """The event for one object, encoded, never over `max_bytes` (see the module's docstring).
+
+    `traceparent` goes on the event as its tracing extension (shared/tracing.py)."""
     subject, event_id, data = to_event(kind, change, obj, relist_id=relist_id)
+
+    def new_event(data: ObjectChanged, *, source: str, event_id: str) -> CloudEvent[ObjectChanged]:
+        return envelope.new_event(data, source=source, event_id=event_id, traceparent=traceparent)
+
     payload = new_event(data, source=SOURCE, event_id=event_id).to_bytes()
     if len(payload) > max_bytes and (cut := trim.trim_long_annotations(obj)):
         data = data.model_copy(update={"object": obj, "trimmed": [*data.trimmed, *cut]})

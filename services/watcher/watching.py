@@ -26,7 +26,7 @@ from prometheus_client import Counter, Gauge
 from services.watcher import translate
 from services.watcher.kinds import WatchedKind
 from services.watcher.translate import Message
-from shared import failpoints
+from shared import failpoints, tracing
 from shared.bus.nats import Bus
 from shared.kube.client import ApiError, request, stream_lines
 from shared.messages import subjects
@@ -39,6 +39,16 @@ log = structlog.get_logger()
 SOURCE = translate.SOURCE
 PAGE = 2000
 BROKEN = Gauge("phalanx_watcher_watch_failures", "Relists in a row that ended in an error.", ["kind"])
+RELISTS = Counter(
+    "phalanx_watcher_relists",
+    "Full lists of a kind: at start, after the resume point expired (410 Gone), or after an error.",
+    ["kind", "reason"],
+)
+WATCH_RESTARTS = Counter(
+    "phalanx_watcher_watch_restarts",
+    "Watches resumed from the last resourceVersion after the server ended one (its timeout).",
+    ["kind"],
+)
 STEPPED_OVER = Counter(
     "phalanx_watcher_objects_stepped_over_total",
     "Objects published as a reference (oversized) or not at all (skipped).",
@@ -72,8 +82,10 @@ class KindWatcher:
         self._max_bytes = max(bus.nc.max_payload - HEADER_ROOM, 64 * 1024)
 
     async def run(self) -> None:
+        reason = "start"
         while True:
             try:
+                RELISTS.labels(self._kind.kind, reason).inc()
                 version = await self._relist()
                 await failpoints.hit("watcher.after_publish_before_watch")
                 self.synced.set()
@@ -83,6 +95,7 @@ class KindWatcher:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
+                reason = "expired" if isinstance(error, ApiError) and error.status == 410 else "error"
                 self.failures += 1
                 self.last_error = f"{type(error).__name__}: {str(error)[:300]}"
                 BROKEN.labels(self._kind.kind).set(self.failures)
@@ -126,7 +139,11 @@ class KindWatcher:
     async def _watch_from(self, version: str) -> None:
         kind = self._kind.kind
         pipe = self._bus.pipeline()
+        resumed = False
         while True:
+            if resumed:
+                WATCH_RESTARTS.labels(kind).inc()
+            resumed = True
             query = [
                 ("watch", "true"),
                 ("resourceVersion", version),
@@ -156,7 +173,14 @@ class KindWatcher:
         """The event for one object, or None (audited) when it cannot be made: stepped over."""
         kind = self._kind.kind
         try:
-            message = translate.to_message(kind, change, obj, max_bytes=self._max_bytes, relist_id=relist_id)
+            # A live change of a traced object is a step of its job's trace; a relist only carries
+            # the context along (it republishes the whole cluster).
+            context = tracing.from_object(obj)
+            if relist_id is None:
+                context = tracing.step(f"watcher: {kind} {change}", context, {"k8s.object": _name(obj)})
+            message = translate.to_message(
+                kind, change, obj, max_bytes=self._max_bytes, relist_id=relist_id, traceparent=context
+            )
         except Exception as error:  # one object's fault must not stop the kind: see the docstring
             self.skipped += 1
             STEPPED_OVER.labels(kind, "skipped").inc()

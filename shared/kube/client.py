@@ -3,13 +3,15 @@
 The services speak to the API with `kubernetes_asyncio`'s ApiClient, the same code against a real
 cluster and the simulator. Hot paths (list, watch, create, bind) go through `request`, which sends
 and returns plain JSON: decoding every object into generated model classes costs more CPU than the
-rest of the watcher's work. API errors map onto the retry vocabulary: 5xx, 429 and connection
-failures are temporary, 4xx other than 409 permanent.
+rest of the watcher's work. Each request is timed and its errors counted by verb (api_metrics.py).
+API errors map onto the retry vocabulary: 5xx, 429 and connection failures are temporary, 4xx
+other than 409 permanent.
 """
 
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +20,7 @@ import orjson
 from kubernetes_asyncio import client, config
 
 from shared.domain.errors import PermanentError, TemporaryError
+from shared.kube import api_metrics
 
 # Far above any object an API server stores (etcd's 1.5 MiB request limit, JSON-escaped at worst).
 MAX_WATCH_LINE_BYTES = 64 * 2**20
@@ -76,20 +79,36 @@ async def request(
     timeout: float = 30.0,
 ) -> dict[str, Any]:
     """Send one request; the decoded JSON response, or `ApiError` with the Status body."""
-    async with await _send(api, method, path, query or [], body, content_type, timeout) as response:
-        data = await response.read()
-        document = orjson.loads(data) if data else {}
-        if not 200 <= response.status <= 299:
-            raise ApiError(response.status, document, document.get("message") or response.reason or "")
-        return document
+    verb, resource = api_metrics.describe(method, path, query)
+    started = time.perf_counter()
+    try:
+        async with await _send(api, method, path, query or [], body, content_type, timeout) as response:
+            data = await response.read()
+    except Exception:
+        api_metrics.API_ERRORS.labels(verb, resource, "0").inc()
+        raise
+    api_metrics.API_LATENCY.labels(verb, resource).observe(time.perf_counter() - started)
+    document = orjson.loads(data) if data else {}
+    if not 200 <= response.status <= 299:
+        api_metrics.API_ERRORS.labels(verb, resource, str(response.status)).inc()
+        raise ApiError(response.status, document, document.get("message") or response.reason or "")
+    return document
 
 
 async def stream_lines(
     api: client.ApiClient, path: str, query: list[tuple[str, str]], *, timeout: float
 ) -> AsyncIterator[dict[str, Any]]:
     """A watch: yields each JSON event line until the server closes the stream."""
-    async with await _send(api, "GET", path, query, None, "application/json", timeout) as response:
+    verb, resource = api_metrics.describe("GET", path, query)
+    api_metrics.WATCHES.labels(resource).inc()
+    try:
+        sent = await _send(api, "GET", path, query, None, "application/json", timeout)
+    except Exception:
+        api_metrics.API_ERRORS.labels(verb, resource, "0").inc()
+        raise
+    async with sent as response:
         if not 200 <= response.status <= 299:
+            api_metrics.API_ERRORS.labels(verb, resource, str(response.status)).inc()
             data = await response.read()
             document = orjson.loads(data) if data else {}
             raise ApiError(response.status, document, document.get("message") or response.reason or "")

@@ -2,7 +2,8 @@
 
 Every message on the bus is `CloudEvent[Data]`, whose `type` names exactly one data model (registered
 with `event_type`). The publisher sets `Nats-Msg-Id` to the event's `id`, so the id doubles as the key
-that makes consumers idempotent. `decode` turns raw bytes back into the registered model.
+that makes consumers idempotent. The optional `traceparent` extension attribute carries a job's
+trace from service to service (shared/tracing.py). `decode` turns raw bytes back into the registered model.
 """
 
 from __future__ import annotations
@@ -54,12 +55,16 @@ class CloudEvent(BaseModel, Generic[DataT]):
     subject: str | None = None
     time: datetime
     datacontenttype: Literal["application/json"] = "application/json"
+    # The CloudEvents distributed-tracing extension: the W3C trace context of the job this event
+    # is a step of (shared/tracing.py). Absent when no trace began.
+    traceparent: str | None = None
     data: DataT
 
     def to_bytes(self) -> bytes:
         document = self.model_dump(mode="json")
-        if document["subject"] is None:
-            del document["subject"]  # CloudEvents: an absent optional attribute is left out
+        for optional in ("subject", "traceparent"):
+            if document[optional] is None:
+                del document[optional]  # CloudEvents: an absent optional attribute is left out
         return orjson.dumps(document)
 
 
@@ -70,6 +75,7 @@ def new_event(
     subject: str | None = None,
     event_id: str | None = None,
     time: datetime | None = None,
+    traceparent: str | None = None,
 ) -> CloudEvent[DataT]:
     """Wrap `data`; pass `event_id` when the id must be stable across retries (idempotency)."""
     model: Any = _parametrized(type(data))
@@ -79,6 +85,7 @@ def new_event(
         type=data.TYPE,
         subject=subject,
         time=time or datetime.now(UTC),
+        traceparent=traceparent,
         data=data,
     )
     return event

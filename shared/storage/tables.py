@@ -16,6 +16,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     Index,
     Integer,
     LargeBinary,
@@ -185,6 +186,19 @@ class GangVerdict(Base):
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
+class QueueShareSample(Base):
+    """Each queue's share (allocated over deserved, dominant resource) sampled by the leading
+    scheduler about once a minute, for the console's chart; rows older than the kept hours are
+    deleted as new ones come (services/scheduler/share_history.py)."""
+
+    __tablename__ = "queue_share_history"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    queue: Mapped[str] = mapped_column(String(253))
+    sampled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    share: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index(None, "sampled_at"), Index(None, "queue", "sampled_at"))
+
+
 class SchedulerLeader(Base):
     """The single leadership row: whoever holds an unexpired lease may commit, with its epoch."""
 
@@ -277,6 +291,7 @@ class ControllerOutbox(_Outbox, Base):
 metadata = Base.metadata
 
 OWNERS: dict[str, str] = {
+    "queue_share_history": "scheduler (leader)",
     "queues": "scheduler (ingest)",
     "resync_markers": "scheduler (ingest)",
     "nodes": "scheduler (ingest)",

@@ -230,6 +230,53 @@ def test_bound_pods_have_scheduled_and_waiting_pods_failed_scheduling_events(
     assert len(events_of(stack, pod, "FailedScheduling")) == 1
 
 
+def test_a_bound_job_has_volcanos_per_job_gauges(stack: stacks.Stack, workload: None) -> None:
+    labels = {"job_namespace": NAMESPACE, "queue": QUEUE}
+
+    def gauges() -> Samples | None:
+        samples = scrape(stack, "scheduler")
+        return (
+            samples
+            if labelled(samples, "volcano_e2e_job_scheduling_duration", "job_name", "metrics-run")
+            else None
+        )
+
+    samples = eventually(gauges, "the running job's per-job gauges")
+    job_name = next(iter(labelled(samples, "volcano_e2e_job_scheduling_duration", "job_name", "metrics-run")))
+    duration = value(samples, "volcano_e2e_job_scheduling_duration", job_name=job_name, **labels)
+    started = value(samples, "volcano_e2e_job_scheduling_start_time", job_name=job_name, **labels)
+    last = value(samples, "volcano_e2e_job_scheduling_last_time", job_name=job_name, **labels)
+    assert duration is not None
+    assert started is not None
+    assert last is not None
+    # From the job's creation to its bind, in milliseconds, and both times as Unix seconds.
+    assert 0 <= duration <= 120_000
+    assert started <= last <= time.time()
+    assert last - started == pytest.approx(duration / 1000, abs=1.0)
+
+
+def test_api_requests_are_timed_by_verb_and_the_watcher_counts_its_lists(
+    stack: stacks.Stack, workload: None
+) -> None:
+    controller = scrape(stack, "controller")
+    # The controller created the job's pods and bound them: timed as create on pods and pods/binding.
+    created = value(
+        controller, "phalanx_kube_api_request_duration_seconds_count", verb="create", resource="pods"
+    )
+    bound = value(
+        controller, "phalanx_kube_api_request_duration_seconds_count", verb="create", resource="pods/binding"
+    )
+    assert (created or 0) >= 2
+    assert (bound or 0) >= 2
+    watcher = scrape(stack, "watcher")
+    assert (
+        value(watcher, "phalanx_kube_api_request_duration_seconds_count", verb="list", resource="jobs") or 0
+    ) >= 1
+    assert (value(watcher, "phalanx_kube_api_watches_total", resource="pods") or 0) >= 1
+    # Each kind was listed once at start.
+    assert (value(watcher, "phalanx_watcher_relists_total", kind="Pod", reason="start") or 0) >= 1
+
+
 def restore_default_scheduler_configuration(stack: stacks.Stack) -> None:
     """Remove the scenario's jobs (their pending pods keep room reserved on the nodes) and the
     ConfigMap it wrote, and wait until the scheduler runs its default configuration again."""
@@ -289,3 +336,13 @@ def test_a_preemption_is_counted_with_its_victims_and_evict_events(stack: stacks
         e["message"] for e in json.loads(evicted.stdout)["items"] if e["involvedObject"]["kind"] == "Pod"
     ]
     assert "Pod is evicted, because of preempt" in messages
+    # kube-scheduler's Preempted Event on each victim pod and on the Job that owns it.
+    preempted = kubectl(
+        stack, "get", "events", "-n", "default", "--field-selector", "reason=Preempted", "-o", "json"
+    )
+    assert preempted.returncode == 0, preempted.stderr
+    on = {(e["involvedObject"]["kind"], e["message"]) for e in json.loads(preempted.stdout)["items"]}
+    assert any(
+        kind == "Pod" and message.startswith("Preempted by pod group default/high") for kind, message in on
+    )
+    assert any(kind == "Job" and "preempted by pod group default/high" in message for kind, message in on)

@@ -1,5 +1,6 @@
 """What users see when the scheduler decides about a gang: PodGroup conditions and the Events
-`Unschedulable`, `Scheduled` and `Evict`, worded as Volcano words them.
+`Unschedulable`, `Scheduled` and `Evict`, worded as Volcano words them, and kube-scheduler's
+`Preempted` on a preemption's victims.
 
 Our scheduler never writes to Kubernetes; it publishes decisions, and the controller shell turns
 them into these (the Kubernetes writes are the controller's). Pure: the shell passes the
@@ -48,13 +49,54 @@ def scheduled_event(podgroup: Mapping[str, Any]) -> ObjectEvent:
     return ObjectEvent("PodGroup", *_ident(podgroup), "Normal", "Scheduled", "pod group is ready")
 
 
-def evict_events(pod: Mapping[str, Any], podgroup_name: str | None, reason: str) -> tuple[ObjectEvent, ...]:
-    """Warning `Evict` on the evicted pod, and Normal `Evict` on its PodGroup when it has one."""
+PREEMPTING_REASONS = ("preempt", "reclaim")
+
+
+def victim_events(
+    pod: Mapping[str, Any],
+    podgroup: Mapping[str, Any] | None,
+    *,
+    reason: str,
+    node: str,
+    preemptor: str | None,
+) -> tuple[tuple[dict[str, Any], str, str, str], ...]:
+    """The Events an eviction leaves, as (involved object, type, reason, message).
+
+    Volcano's Warning `Evict` on the pod and Normal `Evict` on its PodGroup; for a preemption or
+    a reclaim also kube-scheduler's Normal `Preempted` on the pod, and the same on the Job that owns
+    it, so `kubectl describe` of either says who took the room."""
     namespace, name = _ident(pod)
-    events = [ObjectEvent("Pod", namespace, name, "Warning", "Evict", f"Pod is evicted, because of {reason}")]
-    if podgroup_name:
-        events.append(ObjectEvent("PodGroup", namespace, podgroup_name, "Normal", "Evict", reason))
+    pod_ref = _reference(pod, "v1", "Pod")
+    events = [(pod_ref, "Warning", "Evict", f"Pod is evicted, because of {reason}")]
+    if reason in PREEMPTING_REASONS and preemptor:
+        by = f"Preempted by pod group {preemptor} on node {node}"
+        events.append((pod_ref, "Normal", "Preempted", by))
+        owner = next(
+            (o for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")), None
+        )
+        if owner is not None and owner.get("kind") == "Job":
+            job = {
+                "apiVersion": owner.get("apiVersion"),
+                "kind": "Job",
+                "metadata": {"name": owner.get("name"), "namespace": namespace, "uid": owner.get("uid")},
+            }
+            events.append(
+                (job, "Normal", "Preempted", f"Pod {name} preempted by pod group {preemptor} on node {node}")
+            )
+    if podgroup is not None:
+        events.append(
+            (_reference(podgroup, "scheduling.volcano.sh/v1beta1", "PodGroup"), "Normal", "Evict", reason)
+        )
     return tuple(events)
+
+
+def _reference(obj: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": obj.get("apiVersion") or api_version,
+        "kind": obj.get("kind") or kind,
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+    }
 
 
 def unschedulable_condition(message: str, transition_id: str, now: datetime) -> dict[str, Any]:

@@ -31,6 +31,8 @@ NUMA_POLICY = "volcano.sh/numa-topology-policy"
 PREEMPTABLE = "volcano.sh/preemptable"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
+# Phalanx: the W3C trace context admission writes on a Job (shared/tracing.py TRACEPARENT_ANNOTATION).
+TRACEPARENT = "phalanx.io/traceparent"
 JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"

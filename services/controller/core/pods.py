@@ -20,7 +20,8 @@ from services.controller.core.plugins import apply_pod_plugins
 Json = Mapping[str, Any]
 
 # Job annotations and labels the scheduler reads on pods, copied over when present.
-_COPIED_ANNOTATIONS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE)
+# The job's trace context travels to its pods too (shared/tracing.py).
+_COPIED_ANNOTATIONS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME, keys.REVOCABLE_ZONE, keys.TRACEPARENT)
 _COPIED_LABELS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME)
 
 

@@ -72,6 +72,11 @@ def test_queues_and_nodes_show_allocation(stack: stacks.Stack) -> None:
     queues = wait_for_page(stack, "/queues", lambda html: bool(ALLOCATED_CPU.search(html)))
     assert 'href="/jobs?queue=default"' in queues
     assert 'role="meter"' in queues
+    # The leading scheduler sampled each queue's share (queue_share_history): a chart per queue.
+    charted = wait_for_page(stack, "/queues", lambda html: "share over the last 6 hours: now" in html)
+    assert re.search(
+        r'<svg class="share" role="img" aria-label="share over the last 6 hours: now [0-9.]+', charted
+    )
     nodes = wait_for_page(stack, "/nodes", lambda html: bool(BUSY_NODE.search(html)))
     assert nodes.count('class="cell heat-') >= 3
 

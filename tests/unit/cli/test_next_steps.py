@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from phalanx import next_steps
 from phalanx.cli import app
-from phalanx.stack import Stack
+from phalanx.stack import Process, Stack
 
 pytestmark = pytest.mark.unit
 CHECKOUT = Path(next_steps.__file__).resolve().parents[1]
@@ -84,3 +84,18 @@ def test_help_shows_flags_without_a_value_placeholder(command: list[str]) -> Non
     assert shown.exit_code == 0, shown.output
     assert "--help" in shown.output
     assert "<bool>" not in shown.output
+
+
+def test_up_says_where_each_service_serves_its_metrics(tmp_path: Path) -> None:
+    stack = _stack(tmp_path)
+    stack.processes = [
+        Process("simulator", 1, "sim.log", 0, {}),
+        Process("scheduler", 2, "scheduler.log", 41001, {}),
+        Process("controller", 3, "controller.log", 41002, {}),
+    ]
+    text = next_steps.ready_text(stack, tmp_path, detached=True, here=tmp_path)
+    lines = [line.split() for line in text.splitlines() if line.strip().endswith("/metrics")]
+    assert lines == [
+        ["metrics", "scheduler", "http://127.0.0.1:41001/metrics"],
+        ["controller", "http://127.0.0.1:41002/metrics"],
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -112,3 +112,25 @@ def test_fragment_is_only_the_main_content() -> None:
     assert '<a href="/jobs" aria-current=page>Jobs</a>' in full
     assert 'href="/static/console.css"' in full
     assert "http" not in full.split("<body>")[0]  # nothing from another host
+
+
+def test_a_queues_share_over_the_last_hours_is_a_line_named_by_its_figures() -> None:
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    samples = [(now - timedelta(hours=h), share) for h, share in ((5, 0.2), (3, 1.6), (0, 0.5))]
+    html = pages.queues_page([queue("team")], {"cpu": 1000}, {"team": samples}, now=now, hours=6)
+    assert "Share, last 6 h" in html
+    assert 'role="img" aria-label="share over the last 6 hours: now 0.50, peak 1.60, low 0.20' in html
+    # Three points across the window: 1 h in (x 26.7), 3 h in (x 80), now (x 160) on a 160-wide chart.
+    points = html.split('points="')[1].split('"')[0].split()
+    assert [p.split(",")[0] for p in points] == ["26.7", "80.0", "160.0"]
+    # The peak is the chart's top bar a margin; the deserved share is a dashed rule below it.
+    assert float(points[1].split(",")[1]) == pytest.approx(36 - 1.6 / 1.76 * 36, abs=0.1)
+    assert 'class="share-deserved"' in html
+
+
+def test_a_queue_without_samples_says_so_and_one_sample_is_a_dot() -> None:
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert "no samples" in pages.queues_page([queue("team")], {}, {}, now=now)
+    html = pages.queues_page([queue("team")], {}, {"team": [(now, 0.5)]}, now=now)
+    assert '<circle cx="160.0"' in html
+    assert "polyline" not in html

@@ -1,4 +1,4 @@
-"""The alert rules and the Grafana dashboard shipped in the scheduler's chart query real metrics.
+"""The alert rules and the Grafana dashboards shipped in the scheduler's chart query real metrics.
 
 Every PromQL expression of files/phalanx-alerts.yaml and every query of files/dashboards/*.json
 may name only metric series that a Phalanx service defines (its Prometheus registry, once the
@@ -8,6 +8,7 @@ fires and a panel that stays empty. The chart renders both into ConfigMaps when 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -141,6 +142,34 @@ def test_the_chart_ships_the_dashboard_and_the_rules_as_configmaps_when_asked() 
     dashboards = next(c for name, c in maps.items() if name.endswith("-dashboards"))
     rules = next(c for name, c in maps.items() if name.endswith("-alert-rules"))
     assert dashboards["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert json.loads(dashboards["data"]["phalanx-queues.json"]) == json.loads(DASHBOARDS[0].read_text())
+    assert set(dashboards["data"]) == {f"phalanx-{path.name}" for path in DASHBOARDS}
+    for path in DASHBOARDS:
+        assert json.loads(dashboards["data"][f"phalanx-{path.name}"]) == json.loads(path.read_text())
     assert yaml.safe_load(rules["data"]["phalanx-alerts.yaml"]) == yaml.safe_load(ALERTS.read_text())
     assert rules["metadata"]["labels"]["role"] == "x"
+
+
+def test_the_generated_dashboards_are_what_the_script_writes() -> None:
+    spec = importlib.util.spec_from_file_location("dashboards", CHARTS.parent / "scripts" / "dashboards.py")
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for name, text in script.render().items():
+        assert (FILES / "dashboards" / name).read_text() == text, (
+            f"run scripts/dashboards.py: {name} is stale"
+        )
+
+
+def test_the_dashboards_cover_queues_jobs_and_the_system() -> None:
+    titles = {json.loads(path.read_text())["uid"]: path for path in DASHBOARDS}
+    assert set(titles) == {"phalanx-queues", "phalanx-jobs", "phalanx-system"}
+    queries = {uid: " ".join(dashboard_queries(json.loads(path.read_text()))) for uid, path in titles.items()}
+    for wanted in ("volcano_e2e_job_scheduling_latency_milliseconds", "phalanx_scheduler_underfilled_gangs"):
+        assert wanted in queries["phalanx-jobs"]
+    for wanted in (
+        "phalanx_bus_consumer_pending",
+        "phalanx_scheduler_cycle_seconds",
+        "phalanx_kube_api_request_errors",
+    ):
+        assert wanted in queries["phalanx-system"]

@@ -8,6 +8,8 @@ and labels Volcano's dashboards query.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from prometheus_client import REGISTRY
 
@@ -92,3 +94,25 @@ def test_leadership_changes_are_counted_both_ways() -> None:
     assert value("phalanx_scheduler_leadership_changes_total", change="acquired") == before["acquired"] + 3
     assert value("phalanx_scheduler_leadership_changes_total", change="lost") == before["lost"] + 2
     assert value("phalanx_scheduler_leader") == 1
+
+
+def test_a_bound_job_gets_volcanos_per_job_gauges_until_it_is_gone() -> None:
+    nodes = [node("n1", cpu="4")]
+    placed = gang("timed", 2, request("1"), queue="team")
+    queues = [queue("default"), queue("team")]
+    metrics = CycleMetrics()
+    later = NOW + timedelta(seconds=3)
+    metrics.record(
+        plan(nodes, [placed], queues), snapshot(nodes, [placed], queues), took_seconds=0.01, now=later
+    )
+
+    labels = {"job_name": "timed", "queue": "team", "job_namespace": "default"}
+    created = snapshot(nodes, [placed], queues).gangs[0].created
+    duration = (later - created).total_seconds() * 1000
+    assert value("volcano_e2e_job_scheduling_duration", **labels) == pytest.approx(duration)
+    assert value("volcano_e2e_job_scheduling_start_time", **labels) == created.timestamp()
+    assert value("volcano_e2e_job_scheduling_last_time", **labels) == later.timestamp()
+
+    metrics.record(plan(nodes, [], queues), snapshot(nodes, [], queues), took_seconds=0.01, now=later)
+    assert value("volcano_e2e_job_scheduling_duration", **labels) is None
+    assert value("volcano_e2e_job_scheduling_last_time", **labels) is None
