@@ -9,6 +9,7 @@ import asyncio
 
 import orjson
 import pytest
+from nats.js.api import RetentionPolicy
 
 from shared.bus.nats import Bus, ConsumerSpec
 from shared.messages import jobs, subjects
@@ -110,3 +111,26 @@ async def test_streams_are_bounded_and_relists_do_not_grow_them(bus: Bus) -> Non
         await bus.publish_raw(pod, b"{}", msg_id=f"relist-{relist}")
     kept = (await bus.js.stream_info(subjects.CLUSTER_STREAM, subjects_filter=pod)).state.messages
     assert kept == bus.settings.max_msgs_per_object
+
+
+async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_away(bus: Bus) -> None:
+    """reliability.md §6.2 T14, the stream configuration traps: interest or work-queue retention
+    would delete what no consumer has asked for yet, and an inactivity threshold would remove a
+    durable whose service is down, losing its position."""
+    for name in subjects.STREAM_SUBJECTS:
+        config = (await bus.js.stream_info(name)).config
+        assert config.retention == RetentionPolicy.LIMITS, f"{name} keeps messages by limits only"
+    published = [phase(f"p{i}") for i in range(5)]
+    for event in published:  # before any consumer of this durable exists
+        await bus.publish(SUBJECT, event)
+    seen: list[str] = []
+
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        seen.append(event.id)
+
+    stats = bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "late-comer", ["jobs.>"]), handle)
+    await wait_for(lambda: len(seen) == len(published))
+    assert seen == [event.id for event in published]
+    assert stats.dead_lettered == 0
+    durable = await bus.js.consumer_info(subjects.JOBS_STREAM, "late-comer")
+    assert not durable.config.inactive_threshold, "a durable outlives its service's downtime"
