@@ -42,8 +42,12 @@ async def leader(engine: AsyncEngine) -> tuple[str, int]:
 
 @pytest.mark.timeout(240)
 async def test_a_leader_paused_past_its_lease_decides_nothing_when_it_wakes(
-    engine: AsyncEngine, database_url: str, nats_url: str
+    engine: AsyncEngine, database_url: str, nats_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Paused inside a transaction, the leader holds its leader row until the server ends the
+    # idle transaction (docs/reliability.md, path 4); short timeouts keep the test short.
+    monkeypatch.setenv("SCHEDULER_POSTGRES__IDLE_IN_TRANSACTION_TIMEOUT_SECONDS", "3")
+    monkeypatch.setenv("SCHEDULER_POSTGRES__LOCK_TIMEOUT_SECONDS", "1")
     await _seed_gangs(engine, 10)
     await _ingest_caught_up(nats_url)
     processes = {name: _scheduler(database_url, nats_url, name) for name in ("alpha", "beta")}
