@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
+import nats
 import orjson
 import pytest
 from nats.js.api import RetentionPolicy
 
+from shared.bus import bootstrap
 from shared.bus.nats import Bus, ConsumerSpec
+from shared.config import NatsSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
 from tests.integration.foundation.test_bus import wait_for
@@ -134,3 +137,30 @@ async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_a
     assert stats.dead_lettered == 0
     durable = await bus.js.consumer_info(subjects.JOBS_STREAM, "late-comer")
     assert not durable.config.inactive_threshold, "a durable outlives its service's downtime"
+
+
+async def test_a_consumer_whose_stream_was_lost_resumes_once_the_streams_are_back(
+    bus: Bus, nats_url: str
+) -> None:
+    """reliability.md §6.2 T13 at the bus: JetStream comes back without its store (every stream
+    and durable gone). The consumer must not spin on failed fetches forever: it waits for the
+    streams (made again by the bootstrap, or by itself where it may), makes its durable again and
+    handles what is published after."""
+    seen: list[str] = []
+
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        seen.append(event.data.phase)
+
+    bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "survivor", ["jobs.>"]), handle)
+    await bus.publish(SUBJECT, phase("Pending"))
+    await wait_for(lambda: seen == ["Pending"])
+    operator = await nats.connect(nats_url)
+    try:
+        for info in await operator.jetstream().streams_info():  # the store is lost
+            await operator.jetstream().delete_stream(info.config.name)
+    finally:
+        await operator.close()
+    await asyncio.sleep(2.0)  # the consumer meets the loss, as it would while NATS was away
+    await bootstrap.create_streams(NatsSettings(url=nats_url))  # the operator's bootstrap runs
+    await bus.publish(SUBJECT, phase("Running"))
+    await wait_for(lambda: seen == ["Pending", "Running"], timeout=20)
