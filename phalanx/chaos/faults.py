@@ -2,8 +2,11 @@
 
 - `kill:<service>`: SIGKILL the service's process group, start it again with the same settings and
   wait until it answers /readyz (phalanx.stack.restart, as tests/e2e/test_restarts.py does).
-- `pause:scheduler`: SIGSTOP the scheduler for longer than its leadership lease, then SIGCONT: it
-  wakes up believing it still leads, the case fencing exists for.
+- `pause:<part>`: SIGSTOP a service's or server's process group for longer than the scheduler's
+  leadership lease, then SIGCONT. A paused scheduler wakes up believing it still leads, the case
+  fencing exists for; a paused controller, watcher or admission is a process that hangs without
+  dying (its connections stay open, nothing answers); a paused NATS or PostgreSQL is a server
+  that accepts nothing while every client's connection stays up (a half-open link).
 - `restart:nats`, `restart:postgres`: stop the local server `phalanx up` started and start it again
   on the same port and data, so every client sees its connections drop and must reconnect.
 
@@ -23,6 +26,7 @@ from phalanx import stack as stacks
 from shared.infra import local
 
 PAUSE_BEYOND_LEASE_SECONDS = 5.0
+SERVERS = ("nats", "postgres")
 
 
 def inject(stack: stacks.Stack, kind: str, *, lease_seconds: float, durable_postgres: bool = False) -> str:
@@ -32,22 +36,31 @@ def inject(stack: stacks.Stack, kind: str, *, lease_seconds: float, durable_post
         stacks.restart(stack, target)
         return f"SIGKILLed and restarted {target}"
     if action == "pause":
-        paused = pause(stack.process(target), lease_seconds + PAUSE_BEYOND_LEASE_SECONDS)
+        pid = _server_pid(Path(stack.state_dir), target) if target in SERVERS else stack.process(target).pid
+        if pid is None:
+            return f"skipped pausing {target}: the stack did not start it"
+        paused = pause(pid, lease_seconds + PAUSE_BEYOND_LEASE_SECONDS)
         return f"SIGSTOPped {target} for {paused:.1f} s (lease {lease_seconds:.0f} s), then SIGCONT"
     if action == "restart":
         return restart_server(Path(stack.state_dir), target, durable_postgres=durable_postgres)
     raise ValueError(f"unknown fault kind {kind!r}")
 
 
-def pause(process: stacks.Process, seconds: float) -> float:
+def pause(pid: int, seconds: float) -> float:
+    """SIGSTOP the process group led by `pid` (a service or a server and its children), then CONT."""
     started = time.monotonic()
-    os.killpg(process.pid, signal.SIGSTOP)
+    os.killpg(pid, signal.SIGSTOP)
     try:
         time.sleep(seconds)
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGCONT)
+            os.killpg(pid, signal.SIGCONT)
     return time.monotonic() - started
+
+
+def _server_pid(state_dir: Path, name: str) -> int | None:
+    server = next((s for s in local.load(state_dir) if s.name == name), None)
+    return server.pid if server is not None and name in stack_infra(state_dir) else None
 
 
 def restart_server(state_dir: Path, name: str, *, durable_postgres: bool) -> str:

@@ -30,6 +30,8 @@ def render(result: ChaosResult) -> str:
     else:
         lines += [
             "no violation: I1 (one bind per pod), I2 (no node over-committed at any instant),",
-            "I4 (no gang left partially bound), I5 (every job terminal, none lost) hold",
+            "I3 (no queue over its capability at any instant), I4 (no gang left partially bound),",
+            "I5 (every job terminal, none lost), I6 (each pod created once, Scheduled at most once)",
+            "and I7 (every bind within the recovery time after a fault healed) hold",
         ]
     return "\n".join(lines)

@@ -3,9 +3,10 @@ wait for quiescence and the oracle's final verdict.
 
 Three threads share the run: the main one submits gangs at their planned instants (retrying a
 create the API refused while admission was down, as a user's client would), one injects the
-faults in order, and one samples the oracle over the trace so far (I1, I2) every few seconds, so
-a violation is reported with the moment it was first seen. After the last gang and fault the run
-waits until every job is terminal, or `settle_s` passes, and judges the whole trace.
+faults in order, and one samples the oracle over the trace so far (I1, I2, I3, I6's pods) every
+few seconds, so a violation is reported with the moment it was first seen. After the last gang and
+fault the run waits until every job is terminal, or `settle_s` passes, and judges the whole trace
+(all seven invariants, invariants.judge).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import yaml
 
 from phalanx import stack as stacks
-from phalanx.chaos import faults, oracle, plan
+from phalanx.chaos import faults, invariants, oracle, plan
 from phalanx.scenario.kube import Kube, KubeError
 from shared.domain.resources import Resources
 
@@ -130,6 +131,7 @@ def _drive(
         f"{len(submissions)} gangs and {len(injections)} faults over {settings.duration_s:.0f} s, "
         f"seed {settings.seed}"
     )
+    _create(kube, plan.capped_queue())
     allocatable = _allocatable(kube)
     started = time.monotonic()
     sampler = _Sampler(lambda: _judge(kube, allocatable, quiescent=False), started)
@@ -150,7 +152,8 @@ def _drive(
     finally:
         sampler.stop.set()
         sampler.join()
-    verdict = _judge(kube, allocatable, submitted=submitted, quiescent=True)
+    spans = [invariants.FaultSpan(kind, a, b) for kind, a, b in injector.spans]
+    verdict = _judge(kube, allocatable, submitted=submitted, faults=spans, quiescent=True)
     controller_down = [(a, b) for kind, a, b in injector.spans if kind == "kill:controller"]
     return ChaosResult(
         settings,
@@ -208,18 +211,39 @@ def _wait_for_jobs(kube: Kube, submitted: list[str], settle_s: float) -> None:
         time.sleep(2.0)
 
 
+def _capabilities(kube: Kube) -> dict[str, dict[str, int]]:
+    return {
+        queue["metadata"]["name"]: dict(Resources.parse(queue["spec"]["capability"]))
+        for queue in kube.list_objects("Queue")
+        if (queue.get("spec") or {}).get("capability")
+    }
+
+
+def _scheduled_events(kube: Kube) -> dict[str, int]:
+    """Per pod uid, how many times the scheduler's `Scheduled` Event was recorded (summed counts)."""
+    counts: dict[str, int] = {}
+    for event in kube.list_objects("Event", plan.NAMESPACE):
+        uid = (event.get("involvedObject") or {}).get("uid")
+        if event.get("reason") == "Scheduled" and uid:
+            counts[uid] = counts.get(uid, 0) + int(event.get("count") or 1)
+    return counts
+
+
 def _judge(
     kube: Kube,
     allocatable: dict[str, dict[str, int]],
     *,
     submitted: list[str] | None = None,
+    faults: list[invariants.FaultSpan] | None = None,
     quiescent: bool,
 ) -> oracle.Verdict:
     trace = kube.control("/simulator/v1/audit/trace", method="GET")
-    return oracle.examine(
-        trace["records"],
+    return invariants.judge(
+        trace,
         allocatable=allocatable,
-        min_member=trace["minMember"],
+        capability=_capabilities(kube),
+        scheduled_events=_scheduled_events(kube) if quiescent else None,
+        faults=faults or [],
         submitted=submitted or [],
         job_phases=_job_phases(kube) if quiescent else None,
         quiescent=quiescent,

@@ -11,7 +11,7 @@ that the Kubernetes API has no verb for.
   POST   /simulator/v1/nodes/{name}/untaint                         {key, effect?}
   GET    /simulator/v1/audit                                        writes served, pods created and bound
   GET    /simulator/v1/audit/pods                                   when each pod was created and bound
-  GET    /simulator/v1/audit/trace                                  pod placements in order, minMembers
+  GET    /simulator/v1/audit/trace                                  pod placements, minMembers, queues
   DELETE /simulator/v1/audit                                        start counting afresh
 
 Node bodies use the nodes file's fields. Where the Kubernetes API has an equivalent (delete a

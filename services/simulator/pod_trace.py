@@ -6,8 +6,9 @@ record: which pod (uid and name), its gang (the group-name annotation), the node
 its phase, and what it requests in milli-units. Replaying these in order gives, at every instant,
 what each node holds, so the oracle can check that no node was over-committed and no pod bound
 twice from the server's own account rather than from what Phalanx believes. Each PodGroup's
-minMember is kept too (`record_group`), beyond the group's deletion: a finished job's PodGroup is
-deleted, and the oracle still needs to know how many of its pods made the gang whole. Served under
+minMember and queue are kept too (`record_group`), beyond the group's deletion: a finished job's
+PodGroup is deleted, and the oracle still needs to know how many of its pods made the gang whole
+and which queue's capability they counted against. Served under
 `GET /simulator/v1/audit/trace`; the records stay in memory until `DELETE /simulator/v1/audit`.
 """
 
@@ -34,6 +35,7 @@ class PodTrace:
         self._clock = clock
         self.records: list[dict[str, Any]] = []
         self.min_member: dict[str, int] = {}  # namespace/name of a PodGroup -> its last minMember
+        self.queue: dict[str, str] = {}  # namespace/name of a PodGroup -> its last queue
 
     def record(self, event: WatchEvent) -> None:
         pod = event.object
@@ -61,12 +63,15 @@ class PodTrace:
         if event.type == "DELETED":
             return
         metadata = event.object["metadata"]
-        minimum = (event.object.get("spec") or {}).get("minMember")
-        self.min_member[f"{metadata['namespace']}/{metadata['name']}"] = int(minimum or 1)
+        spec = event.object.get("spec") or {}
+        group = f"{metadata['namespace']}/{metadata['name']}"
+        self.min_member[group] = int(spec.get("minMember") or 1)
+        self.queue[group] = str(spec.get("queue") or "default")
 
     def report(self) -> dict[str, Any]:
-        return {"records": self.records, "minMember": self.min_member}
+        return {"records": self.records, "minMember": self.min_member, "queue": self.queue}
 
     def reset(self) -> None:
         self.records.clear()
         self.min_member.clear()
+        self.queue.clear()

@@ -296,6 +296,7 @@ class Bus:
                         return
                     log.warning("fetch failed", durable=spec.durable, error=str(error))
                     await asyncio.sleep(0.5)
+                    subscription = await self._resubscribe_if_lost(spec) or subscription
                     continue
                 if not lanes:
                     stats.progress.resumed()
@@ -316,6 +317,24 @@ class Bus:
         finally:
             keeper.cancel()
             health.cancel()
+
+    async def _resubscribe_if_lost(self, spec: ConsumerSpec) -> JetStreamContext.PullSubscription | None:
+        """After a failed fetch: if the durable is gone (JetStream came back without its store, or
+        an operator deleted it), wait for the streams and make the durable again. None while it
+        exists or the server cannot be asked (still reconnecting: the next fetch will tell)."""
+        try:
+            await self.js.consumer_info(spec.stream, spec.durable)
+            return None
+        except NotFoundError:
+            log.warning("consumer lost with its stream; making it again", durable=spec.durable)
+        except Exception:
+            return None
+        try:
+            await self.ensure_streams()  # waits for the bootstrap where this identity may not create
+            return await self._subscribe(spec)
+        except Exception as error:
+            log.warning("consumer not made again yet", durable=spec.durable, error=str(error))
+            return None
 
     @staticmethod
     async def _keep_alive(spec: ConsumerSpec, lanes: dict[str, deque[Msg]]) -> None:

@@ -1,9 +1,11 @@
 """`phalanx chaos`, bounded: a few gangs under one fault of every kind, judged by the oracle.
 
-Each service is SIGKILLed and restarted, the scheduler is paused past its lease, and NATS and
-PostgreSQL are restarted while gangs are being submitted and scheduled. The oracle, reading the
-simulated API server's own pod trace, must find no pod bound twice, no node over-committed at any
-instant, no gang left partially bound, and every job Completed.
+Each service is SIGKILLed and restarted, NATS and PostgreSQL are restarted, and every one of the
+six is paused (SIGSTOP) past the scheduler's lease, while gangs are being submitted and scheduled,
+some of them to a queue whose capability makes them wait. The oracle, reading the simulated API
+server's own trace, Events and Queues, must find no pod bound twice, no node over-committed and no
+queue over its capability at any instant, no gang left partially bound, no pod created twice or
+Scheduled twice, every bind within the recovery time after a fault, and every job Completed.
 
 It runs a stack of its own (the chaos command starts and stops it), not the package's shared one,
 because it restarts NATS and PostgreSQL.
@@ -44,3 +46,4 @@ def test_every_fault_once_leaves_every_invariant_intact_and_every_job_complete(
     assert figures["gangs with no PodGroup found"] == 0
     assert figures["binds"] == sum(g.replicas for g in plan.gangs(5, 90, GANGS))
     assert result.samples > 0
+    assert figures["peak queue use of its capability"] > 0, "the capped queue's gangs ran"

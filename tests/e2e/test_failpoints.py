@@ -5,19 +5,31 @@ there, so the gang is left partly bound; restarted, it finishes the gang. The jo
 pod exists once, and the time the gang stayed partly bound is measured (docs/reliability.md
 quotes it).
 
+T1 (scheduler side): the scheduler dies right after committing a gang's decision, before anything
+else; restarted, the decision is carried out or placed again, never twice, and the job completes.
+
 T5: the controller dies right after creating a job's pods, before writing the job's status;
 restarted, it creates no pod twice and the job completes.
+
+T15: the scheduler's PostgreSQL connections are terminated by the server, ten times, while gangs
+are being scheduled; the scheduler reconnects without restarting, no gang is left partly bound
+and every job completes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 from kubernetes import client, config
+from sqlalchemy.engine import make_url
 
 from phalanx import stack as stacks
 from phalanx.scenario import ExternalStack
@@ -35,12 +47,16 @@ PARTIAL_BOUND_LIMIT_SECONDS = 90.0
 
 
 def restart_controller(stack: stacks.Stack, failpoints: str | None) -> None:
-    process = stack.process("controller")
+    restart_with(stack, "controller", failpoints)
+
+
+def restart_with(stack: stacks.Stack, service: str, failpoints: str | None, *, kill: bool = True) -> None:
+    process = stack.process(service)
     if failpoints:
         process.env[ENV] = failpoints
     else:
         process.env.pop(ENV, None)
-    stacks.restart(stack, "controller")
+    stacks.restart(stack, service, kill=kill)
 
 
 @contextlib.contextmanager
@@ -54,8 +70,8 @@ def controller_failpoint(stack: stacks.Stack, failpoints: str) -> Iterator[None]
             restart_controller(stack, None)
 
 
-def wait_until_dead(stack: stacks.Stack, within: float = 60.0) -> None:
-    pid = stack.process("controller").pid
+def wait_until_dead(stack: stacks.Stack, within: float = 60.0, service: str = "controller") -> None:
+    pid = stack.process(service).pid
     eventually(
         lambda: not local.is_alive(pid) or stacks._reaped(pid),
         "the failpoint to fire",
@@ -154,3 +170,101 @@ def test_a_controller_killed_between_pod_create_and_status_creates_no_pod_twice(
         phases = completed(custom, ["created"])
     assert phases == {"created": "Completed"}
     assert pods_of(core, "created") == [f"created-worker-{i}" for i in range(GANG)]
+
+
+def phase_of_pods(core: client.CoreV1Api, prefix: str) -> list[str]:
+    return [
+        p.status.phase
+        for p in core.list_namespaced_pod("default").items
+        if (p.metadata.labels or {}).get("volcano.sh/job-name", "").startswith(prefix)
+    ]
+
+
+def wait_for(check: Callable[[], bool], what: str, within: float = 60.0) -> None:
+    eventually(check, what, within=within, every=0.2)
+
+
+@pytest.mark.timeout(300)
+def test_a_scheduler_killed_right_after_committing_a_decision_binds_no_pod_twice(
+    stack: stacks.Stack, apis: tuple[client.CustomObjectsApi, client.CoreV1Api]
+) -> None:
+    custom, core = apis
+    # A blocker fills 28 of the 32 CPUs for a while; the gang (4 x 2 CPUs) is admitted and its
+    # pods made, but it cannot be placed. The scheduler is killed, the blocker ends, and the
+    # scheduler restarts with a crash right after its commit: its first cycle places the gang.
+    blocker = job("blocker", replicas=14)
+    blocker["spec"]["minAvailable"] = 1
+    blocker["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["simulator.phalanx/run-seconds"] = "20"
+    custom.create_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs", blocker)
+    wait_for(lambda: bound_pods(core, "blocker") == 14, "the blocker never ran")
+    watch = PartialGangWatch(client.CoreV1Api(config.new_client_from_config(stack.kubeconfig)))
+    watch.start()
+    try:
+        create(custom, "decided")
+        wait_for(lambda: len(pods_of(core, "decided")) == GANG, "the gang's pods were never made")
+        assert bound_pods(core, "decided") == 0, "no room for the gang while the blocker runs"
+        stacks.stop_process(stack.process("scheduler"), sig=signal.SIGKILL)
+        wait_for(
+            lambda: set(phase_of_pods(core, "blocker")) == {"Succeeded"}, "the blocker never ended", within=90
+        )
+        started = time.monotonic()
+        with contextlib.suppress(RuntimeError):  # it may crash before answering /readyz
+            restart_with(stack, "scheduler", "sched.after_decide_commit=crash:1", kill=False)
+        wait_until_dead(stack, within=90, service="scheduler")
+        restart_with(stack, "scheduler", None, kill=False)
+        phases = completed(custom, ["decided"])
+        took = time.monotonic() - started
+    finally:
+        watch.stop.set()
+        watch.join()
+    print(f"the gang completed {took:.1f} s after the scheduler restarted into its crash")
+    assert phases == {"decided": "Completed"}
+    assert pods_of(core, "decided") == [f"decided-worker-{i}" for i in range(GANG)]
+    assert watch.violations == []
+
+
+async def terminate_backends_of(stack: stacks.Stack, role: str) -> int:
+    """What an operator's `pg_terminate_backend` does to every connection of `role`; returns how many."""
+    superuser = local.SUPERUSER
+    password = local.postgres_passwords(Path(stack.state_dir))[superuser]
+    url = make_url(stack.database_url).set(drivername="postgresql", username=superuser, password=password)
+    connection = await asyncpg.connect(url.render_as_string(False))
+    try:
+        rows = await connection.fetch(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
+        )
+    finally:
+        await connection.close()
+    return sum(1 for row in rows if row[0])
+
+
+@pytest.mark.timeout(300)
+def test_the_schedulers_connections_terminated_mid_work_lose_and_double_nothing(
+    stack: stacks.Stack, apis: tuple[client.CustomObjectsApi, client.CoreV1Api]
+) -> None:
+    if "phalanx_scheduler" not in stack.process("scheduler").env.get("SCHEDULER_POSTGRES__URL", ""):
+        pytest.skip("PostgreSQL comes from the environment: its superuser is not ours")
+    custom, core = apis
+    scheduler = stack.process("scheduler").pid
+    names = [f"dbkill-{i}" for i in range(6)]  # 6 gangs of 4 x 2 CPUs on 4 nodes of 8: they queue
+    watch = PartialGangWatch(client.CoreV1Api(config.new_client_from_config(stack.kubeconfig)))
+    watch.start()
+    rng = random.Random(15)
+    terminated = 0
+    try:
+        for name in names:
+            create(custom, name)
+        for _ in range(10):
+            time.sleep(rng.uniform(0.5, 2.0))
+            terminated += asyncio.run(terminate_backends_of(stack, "phalanx_scheduler"))
+        phases = completed(custom, names, within=180)
+    finally:
+        watch.stop.set()
+        watch.join()
+    assert terminated > 0, "the scheduler's connections were there to terminate"
+    assert phases == dict.fromkeys(names, "Completed")
+    for name in names:
+        assert pods_of(core, name) == [f"{name}-worker-{i}" for i in range(GANG)]
+    assert watch.violations == []
+    assert stack.process("scheduler").pid == scheduler, "the same scheduler process throughout"
+    assert local.is_alive(scheduler), "it reconnected rather than died"

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
+import nats
 import orjson
 import pytest
+from nats.js.api import RetentionPolicy
 
+from shared.bus import bootstrap
 from shared.bus.nats import Bus, ConsumerSpec
+from shared.config import NatsSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
 from tests.waiting import until
@@ -110,3 +114,53 @@ async def test_streams_are_bounded_and_relists_do_not_grow_them(bus: Bus) -> Non
         await bus.publish_raw(pod, b"{}", msg_id=f"relist-{relist}")
     kept = (await bus.js.stream_info(subjects.CLUSTER_STREAM, subjects_filter=pod)).state.messages
     assert kept == bus.settings.max_msgs_per_object
+
+
+async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_away(bus: Bus) -> None:
+    """reliability.md §6.2 T14, the stream configuration traps: interest or work-queue retention
+    would delete what no consumer has asked for yet, and an inactivity threshold would remove a
+    durable whose service is down, losing its position."""
+    for name in subjects.STREAM_SUBJECTS:
+        config = (await bus.js.stream_info(name)).config
+        assert config.retention == RetentionPolicy.LIMITS, f"{name} keeps messages by limits only"
+    published = [phase(f"p{i}") for i in range(5)]
+    for event in published:  # before any consumer of this durable exists
+        await bus.publish(SUBJECT, event)
+    seen: list[str] = []
+
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        seen.append(event.id)
+
+    stats = bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "late-comer", ["jobs.>"]), handle)
+    await wait_for(lambda: len(seen) == len(published))
+    assert seen == [event.id for event in published]
+    assert stats.dead_lettered == 0
+    durable = await bus.js.consumer_info(subjects.JOBS_STREAM, "late-comer")
+    assert not durable.config.inactive_threshold, "a durable outlives its service's downtime"
+
+
+async def test_a_consumer_whose_stream_was_lost_resumes_once_the_streams_are_back(
+    bus: Bus, nats_url: str
+) -> None:
+    """reliability.md §6.2 T13 at the bus: JetStream comes back without its store (every stream
+    and durable gone). The consumer must not spin on failed fetches forever: it waits for the
+    streams (made again by the bootstrap, or by itself where it may), makes its durable again and
+    handles what is published after."""
+    seen: list[str] = []
+
+    async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+        seen.append(event.data.phase)
+
+    bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "survivor", ["jobs.>"]), handle)
+    await bus.publish(SUBJECT, phase("Pending"))
+    await wait_for(lambda: seen == ["Pending"])
+    operator = await nats.connect(nats_url)
+    try:
+        for info in await operator.jetstream().streams_info():  # the store is lost
+            await operator.jetstream().delete_stream(info.config.name)
+    finally:
+        await operator.close()
+    await asyncio.sleep(2.0)  # the consumer meets the loss, as it would while NATS was away
+    await bootstrap.create_streams(NatsSettings(url=nats_url))  # the operator's bootstrap runs
+    await bus.publish(SUBJECT, phase("Running"))
+    await wait_for(lambda: seen == ["Pending", "Running"], timeout=20)

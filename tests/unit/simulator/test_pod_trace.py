@@ -48,15 +48,16 @@ def test_creation_bind_phases_and_deletion_are_recorded_but_not_other_updates(si
     assert sim.cluster.trace.records == []
 
 
-def test_a_pod_groups_min_member_outlives_the_group(sim: SimulatedCluster) -> None:
+def test_a_pod_groups_min_member_and_queue_outlive_the_group(sim: SimulatedCluster) -> None:
     store = sim.cluster.store
     group = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": "pg"},
-        "spec": {"minMember": 3},
+        "spec": {"minMember": 3, "queue": "capped"},
     }
     store.create(PODGROUPS, group, "default")
     store.delete(PODGROUPS, "default", "pg")
     answer = asyncio.run(control.handle(sim.cluster, "GET", ["audit", "trace"], None))[1]
     assert answer["minMember"] == {"default/pg": 3}
+    assert answer["queue"] == {"default/pg": "capped"}
