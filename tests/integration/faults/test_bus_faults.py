@@ -132,7 +132,7 @@ async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_a
         seen.append(event.id)
 
     stats = bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "late-comer", ["jobs.>"]), handle)
-    await wait_for(lambda: len(seen) == len(published))
+    await until(lambda: len(seen) == len(published))
     assert seen == [event.id for event in published]
     assert stats.dead_lettered == 0
     durable = await bus.js.consumer_info(subjects.JOBS_STREAM, "late-comer")
@@ -153,7 +153,7 @@ async def test_a_consumer_whose_stream_was_lost_resumes_once_the_streams_are_bac
 
     bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "survivor", ["jobs.>"]), handle)
     await bus.publish(SUBJECT, phase("Pending"))
-    await wait_for(lambda: seen == ["Pending"])
+    await until(lambda: seen == ["Pending"])
     operator = await nats.connect(nats_url)
     try:
         for info in await operator.jetstream().streams_info():  # the store is lost
@@ -163,4 +163,4 @@ async def test_a_consumer_whose_stream_was_lost_resumes_once_the_streams_are_bac
     await asyncio.sleep(2.0)  # the consumer meets the loss, as it would while NATS was away
     await bootstrap.create_streams(NatsSettings(url=nats_url))  # the operator's bootstrap runs
     await bus.publish(SUBJECT, phase("Running"))
-    await wait_for(lambda: seen == ["Pending", "Running"], timeout=20)
+    await until(lambda: seen == ["Pending", "Running"], within=20)
