@@ -300,7 +300,7 @@ class JobDriver:
 
     async def _ensure_ssh_secret(self, job: Json, namespace: str, name: str) -> None:
         """Create the ssh plugin's Secret unless it exists. A key pair is drawn only then, and off
-        the event loop: a 2048-bit RSA key takes tens to hundreds of milliseconds of CPU."""
+        the event loop: a 2048-bit RSA key takes 0.4 to 1.3 s of CPU on a busy two-core machine."""
         existing = await self._kube.get("Secret", namespace, name)
         conflict = secret_conflict(existing, job)
         if conflict:

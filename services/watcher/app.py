@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from services.watcher.kinds import WATCHED
 from services.watcher.settings import WatcherSettings
+from services.watcher.watched_kinds import WATCHED
 from services.watcher.watching import KindWatcher
 from shared.bus.nats import Bus
 from shared.kube.client import make_api_client

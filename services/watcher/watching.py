@@ -24,8 +24,8 @@ from kubernetes_asyncio import client
 from prometheus_client import Counter, Gauge
 
 from services.watcher import translate
-from services.watcher.kinds import WatchedKind
 from services.watcher.translate import Message
+from services.watcher.watched_kinds import WatchedKind
 from shared import failpoints, tracing
 from shared.bus.nats import Bus
 from shared.kube.client import ApiError, request, stream_lines

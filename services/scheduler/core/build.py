@@ -18,7 +18,6 @@ from services.scheduler.core.fairness import (
 )
 from services.scheduler.core.gates import gate_problem, gated_waiting
 from services.scheduler.core.hdrf import HierarchyShares
-from services.scheduler.core.messages import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
 from services.scheduler.core.ordering import task_order
 from services.scheduler.core.placement import Placer
 from services.scheduler.core.predicates import PredicateOptions, anti_affinity_terms
@@ -43,6 +42,7 @@ from services.scheduler.core.state import (
     initial_count,
 )
 from services.scheduler.core.topology import order_tasks, topology_scores
+from services.scheduler.core.unschedulable_wording import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_TASKS
 from services.scheduler.core.vectors import UNLIMITED, ResourceSpace, add_into, fits_with
 from shared.volcano.queue_access import QUEUE_FORBIDS_NAMESPACE, allowed_namespaces, refusal
 

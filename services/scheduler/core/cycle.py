@@ -18,7 +18,6 @@ from services.scheduler.core.build import build_context
 from services.scheduler.core.config import DEFAULT_CONF, SchedulerConf
 from services.scheduler.core.context import CycleContext
 from services.scheduler.core.figures import queue_figures
-from services.scheduler.core.messages import verdict
 from services.scheduler.core.plan import (
     GANG_RELEASE,
     Bind,
@@ -30,6 +29,7 @@ from services.scheduler.core.plan import (
 )
 from services.scheduler.core.snapshot import ALLOCATED, BOUND, PIPELINED, RUNNING, Snapshot
 from services.scheduler.core.state import GangView
+from services.scheduler.core.unschedulable_wording import verdict
 
 _ACTIONS: dict[str, Callable[[CycleContext], None]] = {
     "enqueue": enqueue,

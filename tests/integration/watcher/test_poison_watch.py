@@ -14,7 +14,7 @@ from kubernetes_asyncio.client import ApiClient
 from services.simulator.nodes import NodeSpec
 from services.simulator.testing import RunningSimulator, running_simulator
 from services.watcher.app import BROKEN_AFTER, _report_readiness
-from services.watcher.kinds import WatchedKind
+from services.watcher.watched_kinds import WatchedKind
 from services.watcher.watching import KindWatcher
 from shared.bus.nats import Bus
 from shared.config import NatsSettings
