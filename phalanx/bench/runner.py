@@ -77,6 +77,8 @@ class Result:
     create_failures: int
     environment: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    # The services' own counters over the run (probes.SERVICE_SERIES), `<service>:<series>`.
+    service_metrics: dict[str, float] = field(default_factory=dict)
 
 
 def run(
@@ -145,6 +147,8 @@ async def _measure(
         cpu_before = probes.cpu_by_name(pids)
         js_before = await probes.jetstream_messages(stack.nats_url)
         pg_before = await probes.postgres_counters(stack.database_url)
+        ports = {p.name: p.health_port for p in stack.processes}
+        metrics_before = probes.service_counters(ports)
 
         requests, gang_minimum = _load(scenario)
         steps.step(
@@ -165,6 +169,7 @@ async def _measure(
         cpu = {name: after - cpu_before[name] for name, after in probes.cpu_by_name(pids).items()}
         js_after = await probes.jetstream_messages(stack.nats_url)
         pg_after = await probes.postgres_counters(stack.database_url)
+        metrics_after = probes.service_counters(ports)
         audit = await _audit(session, "GET", "/pods")
 
     return Result(
@@ -187,6 +192,7 @@ async def _measure(
         ),
         create_failures=failures,
         environment=await _environment(stack),
+        service_metrics={key: metrics_after[key] - metrics_before.get(key, 0.0) for key in metrics_after},
     )
 
 
