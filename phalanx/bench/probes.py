@@ -1,11 +1,14 @@
 """Counters read before and after a measured run: CPU seconds per process, writes to the
-Kubernetes API (the simulator's audit), messages stored by JetStream and PostgreSQL's
-transaction and row counts. Each probe returns plain numbers so the runner can subtract them.
+Kubernetes API (the simulator's audit), messages stored by JetStream, PostgreSQL's transaction and
+row counts, and the services' own Prometheus counters (`service_counters`, from the same /metrics
+that docs/observability.md lists). Each probe returns plain numbers so the runner can subtract them.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,3 +110,39 @@ async def postgres_counters(database_url: str) -> PostgresCounters:
             return PostgresCounters(int(row[0]), int(row[1]))
     finally:
         await engine.dispose()
+
+
+# What the benchmark reads from the services' /metrics: (service, series), summed over labels.
+SERVICE_SERIES = (
+    ("scheduler", "volcano_e2e_scheduling_latency_milliseconds_count"),
+    ("scheduler", "volcano_e2e_scheduling_latency_milliseconds_sum"),
+    ("scheduler", "phalanx_scheduler_placed_pods_total"),
+    ("controller", "phalanx_kube_api_request_duration_seconds_count"),
+    ("controller", "phalanx_kube_api_request_duration_seconds_sum"),
+)
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{.*\})? (\S+)$")
+
+
+def parse_totals(text: str) -> dict[str, float]:
+    """Each series of Prometheus text, summed over its labels."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match and not line.startswith("#"):
+            totals[match.group(1)] = totals.get(match.group(1), 0.0) + float(match.group(2))
+    return totals
+
+
+def service_counters(health_ports: Mapping[str, int]) -> dict[str, float]:
+    """`SERVICE_SERIES` as `<service>:<series>` from each service's /metrics (0 when absent)."""
+    read: dict[str, float] = {}
+    for service in {service for service, _ in SERVICE_SERIES}:
+        port = health_ports.get(service)
+        if not port:
+            continue
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            totals = parse_totals(response.read().decode())
+        for name, series in SERVICE_SERIES:
+            if name == service:
+                read[f"{service}:{series}"] = totals.get(series, 0.0)
+    return read

@@ -109,6 +109,7 @@ def render(result: Result, *, when: datetime | None = None) -> str:
         ),
         "",
     ]
+    lines += service_metrics_lines(result.service_metrics)
     if result.notes:
         lines += ["## Notes", "", *(f"- {note}" for note in result.notes), ""]
     return "\n".join(lines)
@@ -136,6 +137,30 @@ def _ceiling_lines(result: Result) -> list[str]:
         f"{_num(ceiling.generator_cpu_s * 1000 / max(ceiling.pods, 1), 2)} |",
         "| **Phalanx's pods/s as a fraction of the ceiling** | "
         f"**{_num(result.ceiling_ratio or math.nan, 2)}** |",
+    ]
+
+
+def service_metrics_lines(read: dict[str, float]) -> list[str]:
+    """What the services' own /metrics counted over the run (nothing when they were not read)."""
+    if not read:
+        return []
+    cycles = read.get("scheduler:volcano_e2e_scheduling_latency_milliseconds_count", 0.0)
+    cycle_ms = read.get("scheduler:volcano_e2e_scheduling_latency_milliseconds_sum", 0.0)
+    requests = read.get("controller:phalanx_kube_api_request_duration_seconds_count", 0.0)
+    request_s = read.get("controller:phalanx_kube_api_request_duration_seconds_sum", 0.0)
+    return [
+        "## From the services' /metrics",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| scheduling cycles (volcano_e2e_scheduling_latency_milliseconds) | {int(cycles)} |",
+        f"| mean cycle | {_num(cycle_ms / cycles if cycles else 0.0, 1)} ms |",
+        f"| pods bound by decisions (phalanx_scheduler_placed_pods_total) | "
+        f"{int(read.get('scheduler:phalanx_scheduler_placed_pods_total', 0.0))} |",
+        "| controller's Kubernetes API requests (phalanx_kube_api_request_duration_seconds) | "
+        f"{int(requests)} |",
+        f"| mean controller API request | {_num(request_s * 1000 / requests if requests else 0.0, 1)} ms |",
+        "",
     ]
 
 

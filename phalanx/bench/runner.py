@@ -81,6 +81,8 @@ class Result:
     notes: list[str] = field(default_factory=list)
     ceiling: ceilings.Ceiling | None = None
     scheduler_peak_rss_mib: float | None = None
+    # The services' own counters over the run (probes.SERVICE_SERIES), `<service>:<series>`.
+    service_metrics: dict[str, float] = field(default_factory=dict)
 
     @property
     def ceiling_ratio(self) -> float | None:
@@ -88,6 +90,9 @@ class Result:
         if self.ceiling is None or not self.ceiling.pods_per_s:
             return None
         return self.figures.pods_per_s_end_to_end / self.ceiling.pods_per_s
+
+    # The services' own counters over the run (probes.SERVICE_SERIES), `<service>:<series>`.
+    service_metrics: dict[str, float] = field(default_factory=dict)
 
 
 def run(
@@ -161,6 +166,8 @@ async def _measure(
         cpu_before = probes.cpu_by_name(pids)
         js_before = await probes.jetstream_messages(stack.nats_url)
         pg_before = await probes.postgres_counters(stack.database_url)
+        ports = {p.name: p.health_port for p in stack.processes}
+        metrics_before = probes.service_counters(ports)
 
         requests, gang_minimum = _load(scenario)
         steps.step(
@@ -181,6 +188,7 @@ async def _measure(
         cpu = {name: after - cpu_before[name] for name, after in probes.cpu_by_name(pids).items()}
         js_after = await probes.jetstream_messages(stack.nats_url)
         pg_after = await probes.postgres_counters(stack.database_url)
+        metrics_after = probes.service_counters(ports)
         audit = await _audit(session, "GET", "/pods")
         scheduler_rss = probes.peak_rss_mib(pids["scheduler"]) if "scheduler" in pids else None
 
@@ -205,6 +213,7 @@ async def _measure(
         create_failures=failures,
         environment=await _environment(stack),
         scheduler_peak_rss_mib=scheduler_rss,
+        service_metrics={key: metrics_after[key] - metrics_before.get(key, 0.0) for key in metrics_after},
     )
 
 

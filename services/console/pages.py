@@ -70,17 +70,29 @@ def _bar(resource: str, used: int, limit: int | None, deserved: int | None) -> s
     )
 
 
+def _span(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"{seconds / 3600:.0f} hours"
+    if seconds >= 90:
+        return f"{seconds / 60:.0f} minutes"
+    return "minute"
+
+
 def share_chart(samples: list[tuple[datetime, float]], now: datetime, hours: float) -> str:
-    """A queue's share over the last `hours` as a small inline SVG line, the deserved share (1) as a
-    dashed rule; its accessible name says the figures the line shows."""
+    """A queue's share as a small inline SVG line, the deserved share (1) as a dashed rule; its
+    accessible name says the figures the line shows.
+
+    The time axis runs from the first sample (or `hours` ago, whichever is later) to now, so a
+    history younger than the window fills the chart instead of crowding at its right edge."""
     if not samples:
         return '<span class="muted">no samples</span>'
     width, height = 160, 36
     top = max(1.25, max(share for _, share in samples) * 1.1)
-    start = now.timestamp() - hours * 3600
+    span = max(60.0, min(hours * 3600, now.timestamp() - samples[0][0].timestamp()))
+    start = now.timestamp() - span
 
     def x(moment: datetime) -> float:
-        return max(0.0, min(width, (moment.timestamp() - start) / (hours * 3600) * width))
+        return max(0.0, min(width, (moment.timestamp() - start) / span * width))
 
     def y(share: float) -> float:
         return height - min(share, top) / top * height
@@ -88,7 +100,7 @@ def share_chart(samples: list[tuple[datetime, float]], now: datetime, hours: flo
     points = " ".join(f"{x(moment):.1f},{y(share):.1f}" for moment, share in samples)
     shares = [share for _, share in samples]
     label = (
-        f"share over the last {hours:g} hours: now {shares[-1]:.2f}, peak {max(shares):.2f},"
+        f"share over the last {_span(span)}: now {shares[-1]:.2f}, peak {max(shares):.2f},"
         f" low {min(shares):.2f} (1 is the deserved share)"
     )
     line = (

@@ -25,9 +25,14 @@ def test_a_scaled_down_s2_run_binds_every_gang_whole_and_writes_its_results(tmp_
     assert result.cpu_seconds["scheduler"] > 0
     assert result.jetstream_messages > 0
     assert result.postgres.transactions > 0
+    # Read from the services' own /metrics over the run: the scheduler bound the 100 pods.
+    assert result.service_metrics["scheduler:phalanx_scheduler_placed_pods_total"] >= 100
+    assert result.service_metrics["scheduler:volcano_e2e_scheduling_latency_milliseconds_count"] >= 1
+    assert result.service_metrics["controller:phalanx_kube_api_request_duration_seconds_count"] >= 100
 
     written = report.write(result, tmp_path)
     assert written.name == "bench-s2-scaled-0.01.md"
     text = written.read_text()
     assert "| gangs: whole / not placed / **partially bound** (of 1) | 1 / 0 / **0** |" in text
     assert "CPU ms per pod" in text
+    assert "## From the services' /metrics" in text

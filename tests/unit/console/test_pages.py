@@ -116,16 +116,26 @@ def test_fragment_is_only_the_main_content() -> None:
 
 def test_a_queues_share_over_the_last_hours_is_a_line_named_by_its_figures() -> None:
     now = datetime(2026, 1, 1, 12, tzinfo=UTC)
-    samples = [(now - timedelta(hours=h), share) for h, share in ((5, 0.2), (3, 1.6), (0, 0.5))]
+    samples = [(now - timedelta(hours=h), share) for h, share in ((7, 0.9), (5, 0.2), (3, 1.6), (0, 0.5))]
     html = pages.queues_page([queue("team")], {"cpu": 1000}, {"team": samples}, now=now, hours=6)
     assert "Share, last 6 h" in html
     assert 'role="img" aria-label="share over the last 6 hours: now 0.50, peak 1.60, low 0.20' in html
-    # Three points across the window: 1 h in (x 26.7), 3 h in (x 80), now (x 160) on a 160-wide chart.
+    # Across the 6-hour window on a 160-wide chart: 7 h ago is clipped to its left edge, 5 h ago at
+    # 26.7, 3 h ago at 80, now at the right edge.
     points = html.split('points="')[1].split('"')[0].split()
-    assert [p.split(",")[0] for p in points] == ["26.7", "80.0", "160.0"]
-    # The peak is the chart's top bar a margin; the deserved share is a dashed rule below it.
-    assert float(points[1].split(",")[1]) == pytest.approx(36 - 1.6 / 1.76 * 36, abs=0.1)
+    assert [p.split(",")[0] for p in points] == ["0.0", "26.7", "80.0", "160.0"]
+    # The peak sets the chart's top, with a margin; the deserved share is a dashed rule below it.
+    assert float(points[2].split(",")[1]) == pytest.approx(36 - 1.6 / 1.76 * 36, abs=0.1)
     assert 'class="share-deserved"' in html
+
+
+def test_a_history_younger_than_the_window_fills_the_chart() -> None:
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    samples = [(now - timedelta(minutes=m), 0.5) for m in (10, 5, 0)]
+    html = pages.queues_page([queue("team")], {}, {"team": samples}, now=now, hours=6)
+    assert 'aria-label="share over the last 10 minutes: now 0.50' in html
+    points = html.split('points="')[1].split('"')[0].split()
+    assert [p.split(",")[0] for p in points] == ["0.0", "80.0", "160.0"]
 
 
 def test_a_queue_without_samples_says_so_and_one_sample_is_a_dot() -> None:

@@ -109,7 +109,14 @@ def test_every_alert_rule_names_defined_metrics_and_says_what_to_do(rule: dict[s
 
 def test_the_alerts_cover_the_failures_operators_page_on() -> None:
     alerts = {rule["alert"] for rule in alert_rules()}
-    for wanted in ("SchedulerStalled", "NoSchedulerLeader", "DeadLetters", "OutboxStuck", "LeaderFlapping"):
+    for wanted in (
+        "SchedulerStalled",
+        "NoSchedulerLeader",
+        "ConsumerLagGrowing",
+        "DeadLetters",
+        "OutboxStuck",
+        "LeaderFlapping",
+    ):
         assert f"Phalanx{wanted}" in alerts
 
 
