@@ -91,9 +91,6 @@ class Result:
             return None
         return self.figures.pods_per_s_end_to_end / self.ceiling.pods_per_s
 
-    # The services' own counters over the run (probes.SERVICE_SERIES), `<service>:<series>`.
-    service_metrics: dict[str, float] = field(default_factory=dict)
-
 
 def run(
     scenario: Scenario,
