@@ -3,7 +3,7 @@ keep the cluster in memory and read only the rows changed since the last sequenc
 #15). Ingest serialises its transactions (an advisory lock), so a row that commits later always
 carries a higher number than every row visible before it.
 
-Revision ID: 0012
+Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-25 20:20:00.000000
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012"
+revision: str = "0006"
 down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

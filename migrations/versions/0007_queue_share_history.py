@@ -4,8 +4,8 @@ the hours it keeps; the console reads it as `phalanx_reader`.
 
 Ownership of each table is in migrations/README.md.
 
-Revision ID: 0013
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-25 21:00:00.000000
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
