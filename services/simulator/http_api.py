@@ -130,7 +130,7 @@ class ApiApp:
         watch_filter = WatchFilter(
             target.namespace,
             parse_label_selector(params.get("labelSelector")),
-            parse_field_selector(params.get("fieldSelector")),
+            parse_field_selector(params.get("fieldSelector"), target.kind.kind),
             render,
         )
         await serve_watch(
@@ -270,7 +270,7 @@ class ApiApp:
             target.kind,
             target.namespace,
             parse_label_selector(params.get("labelSelector")),
-            parse_field_selector(params.get("fieldSelector")),
+            parse_field_selector(params.get("fieldSelector"), target.kind.kind),
         )
         metadata: dict[str, Any] = {"resourceVersion": str(version)}
         limit = int(params.get("limit") or 0)

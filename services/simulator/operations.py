@@ -19,6 +19,7 @@ from services.simulator.errors import ApiError
 from services.simulator.kinds import BY_PATH, PDBS, PODS, Kind
 from services.simulator.patches import apply_patch
 from services.simulator.store import Store, timestamp
+from services.simulator.validation import pod_update_causes
 from services.simulator.webhook_rules import AdmissionAttributes
 
 PRIORITY_CLASSES_PLURAL = "priorityclasses"
@@ -128,6 +129,8 @@ class Operations:
             new,
         )
         self._store.validate(kind, new)
+        if kind is PODS and not status_only and (causes := pod_update_causes(old, new)):
+            raise errors.invalid("Pod", "", name, causes)
         await self._admission.validate(
             self._attributes("UPDATE", kind, subresource, new, old, dry_run=dry_run)
         )
