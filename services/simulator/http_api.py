@@ -197,10 +197,17 @@ class ApiApp:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         dry_run = dry_run_requested(params)
         manager = params.get("fieldManager")
+        validation = params.get("fieldValidation", "")
+        if validation not in ("", "Ignore", "Warn", "Strict"):
+            raise errors.bad_request(
+                f'fieldValidation: Unsupported value: "{validation}": supported values: '
+                '"Ignore", "Warn", "Strict"'
+            )
         writing: dict[str, Any] = {
             "status_only": sub == "status",
             "dry_run": dry_run,
             "field_manager": manager,
+            "field_validation": validation,
         }
         if not name:
             if method == "GET":
@@ -211,7 +218,8 @@ class ApiApp:
                     namespace,
                     json_body(body),
                     dry_run=dry_run,
-                    field_manager=params.get("fieldManager"),
+                    field_manager=manager,
+                    field_validation=validation,
                 )
             if method == "DELETE":
                 return 200, await self._delete_collection(target, params, body)

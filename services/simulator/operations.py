@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from services.simulator import deletion, disruption, errors, managed_fields, pod_status
+from services.simulator import deletion, disruption, errors, managed_fields, pod_status, pruning
 from services.simulator.admission import Admission
 from services.simulator.errors import ApiError
 from services.simulator.kinds import BY_PATH, PDBS, PODS, Kind
@@ -57,8 +57,9 @@ class Operations:
         dry_run: bool = False,
         field_manager: str | None = None,
         operation: str = managed_fields.UPDATE,
+        field_validation: str = "",
     ) -> dict[str, Any]:
-        obj = self._store.prepare_create(kind, body, namespace)
+        obj = _known_fields_only(kind, self._store.prepare_create(kind, body, namespace), field_validation)
         self._builtin_admission(kind, obj)
         attributes = self._attributes("CREATE", kind, "", obj, None, dry_run=dry_run)
         obj = self._as_object(kind, await self._admission.mutate(attributes), obj)
@@ -118,8 +119,10 @@ class Operations:
         status_only: bool = False,
         dry_run: bool = False,
         field_manager: str | None = None,
+        field_validation: str = "",
     ) -> dict[str, Any]:
         new, old = self._store.prepare_update(kind, namespace, name, body, status_only=status_only)
+        new = _known_fields_only(kind, new, field_validation)
         subresource = "status" if status_only else ""
         new = self._as_object(
             kind,
@@ -151,6 +154,7 @@ class Operations:
         status_only: bool = False,
         dry_run: bool = False,
         field_manager: str | None = None,
+        field_validation: str = "",
     ) -> dict[str, Any]:
         # As kube-apiserver does: a patch that does not name a resourceVersion is applied again to
         # the newer object when another write landed while webhooks were being called.
@@ -167,6 +171,7 @@ class Operations:
                     status_only=status_only,
                     dry_run=dry_run,
                     field_manager=field_manager,
+                    field_validation=field_validation,
                 )
             except errors.ApiError as error:
                 if error.code != 409 or attempt == attempts - 1:
@@ -370,6 +375,14 @@ class Operations:
             raise errors.internal("a mutating webhook returned a patch that does not yield an object")
         mutated["apiVersion"], mutated["kind"] = kind.api_version, kind.kind
         return mutated
+
+
+def _known_fields_only(kind: Kind, obj: dict[str, Any], field_validation: str) -> dict[str, Any]:
+    """`obj` pruned of fields its kind does not declare; 400 under fieldValidation=Strict."""
+    unknown = pruning.unknown_fields(kind, obj)
+    if unknown and field_validation == "Strict":
+        raise pruning.strict_error(unknown)
+    return pruning.pruned(obj, unknown)
 
 
 def _check_uid(obj: dict[str, Any], wanted: Any, resource: str) -> None:

@@ -6,6 +6,7 @@ cluster (conftest.py says how).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -74,3 +75,66 @@ def test_a_pod_spec_change_beyond_the_mutable_fields_is_422(
     pod = cluster_core.read_namespaced_pod("fixed", namespace)
     assert pod.spec.node_selector is None
     assert pod.spec.active_deadline_seconds == 600
+
+
+FIELD_VALIDATION = "https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation"
+FIELD_PRUNING = "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#field-pruning"
+
+
+def raw(
+    api: client.ApiClient, method: str, path: str, body: Any = None, query: Any = None
+) -> tuple[int, Any]:
+    """A request the typed client would refuse to send (it knows the fields): status and body."""
+    _, url, headers, serialized, _ = api.param_serialize(
+        method,
+        path,
+        query_params=query or [],
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method, url, header_params=headers, body=serialized)
+    response.read()
+    return response.status, json.loads(response.data)
+
+
+def test_an_unknown_field_is_dropped_or_under_strict_refused(
+    cluster_api: client.ApiClient, namespace: str
+) -> None:
+    """FIELD_VALIDATION: unknown fields are dropped (Ignore/Warn); Strict fails the request."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    loose = unscheduled_pod("loose")
+    loose["spec"]["containers"][0]["colour"] = "blue"
+    strict = unscheduled_pod("strict")
+    strict["spec"]["colour"] = "blue"
+
+    created, _ = raw(cluster_api, "POST", pods, loose)
+    refused, status = raw(cluster_api, "POST", pods, strict, [("fieldValidation", "Strict")])
+
+    assert created == 201
+    _, stored = raw(cluster_api, "GET", f"{pods}/loose")
+    assert "colour" not in stored["spec"]["containers"][0]
+    assert refused == 400
+    assert 'unknown field "spec.colour"' in status["message"]
+
+
+def test_a_volcano_status_field_outside_the_crd_schema_is_pruned(
+    cluster_api: client.ApiClient, namespace: str
+) -> None:
+    """FIELD_PRUNING: a custom resource keeps only what its CRD's structural schema declares, so a
+    status field Volcano's PodGroupStatus does not have is lost."""
+    custom = client.CustomObjectsApi(cluster_api)
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pruned"},
+        "spec": {"minMember": 1},
+        "status": {"phase": "Pending", "running": 0, "ourOwnCounter": 3},
+    }
+    custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups", group)
+
+    stored = custom.get_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", "pruned"
+    )
+
+    assert "ourOwnCounter" not in stored.get("status", {})
