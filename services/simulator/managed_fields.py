@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from services.simulator import errors
+from services.simulator.store import clone
 
 Path = tuple[str, ...]
 APPLY, UPDATE = "Apply", "Update"
@@ -206,11 +207,7 @@ def apply(
     )
     if conflicts and not force:
         raise _conflict(conflicts, config)
-    result: dict[str, Any] = {
-        **current,
-        "metadata": dict(current["metadata"]),
-    }
-    result = _copy_tree(result)
+    result: dict[str, Any] = clone(current)
     for other in owned:
         if other != me:
             owned[other] = {p for p in owned[other] if not any(_overlaps(p, a) for a in applied)}
@@ -221,14 +218,6 @@ def apply(
         _set(result, path, value_at(config, path))
     owned[me] = applied
     return _with_entries(result, owned, now, current)
-
-
-def _copy_tree(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _copy_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_copy_tree(v) for v in obj]
-    return obj
 
 
 def _with_entries(obj: dict[str, Any], owned: Owners, now: str, previous: dict[str, Any]) -> dict[str, Any]:

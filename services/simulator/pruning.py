@@ -21,6 +21,7 @@ import kubernetes.client as models
 
 from services.simulator import errors
 from services.simulator.kinds import Kind
+from services.simulator.store import clone
 
 Shape = Any  # "leaf" | ("object", {field: Shape}) | ("map", Shape) | ("array", Shape)
 _LEAF = "leaf"
@@ -95,7 +96,7 @@ def pruned(obj: dict[str, Any], paths: list[str]) -> dict[str, Any]:
     """`obj` without the fields at `paths` (from `unknown_fields`; list items by index)."""
     if not paths:
         return obj
-    result: dict[str, Any] = _copy(obj)
+    result: dict[str, Any] = clone(obj)
     for path in paths:
         parts = [p for p in re.split(r"\.|\[(\d+)\]", path) if p]
         parent: Any = result
@@ -166,11 +167,3 @@ def _walk_shape(value: Any, shape: Shape, path: str, found: list[str]) -> None:
     elif kind == "array" and isinstance(value, list):
         for index, item in enumerate(value):
             _walk_shape(item, children, f"{path}[{index}]", found)
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
