@@ -10,4 +10,6 @@ exec .venv/bin/pytest -q -p no:randomly \
   tests/integration/simulator/test_contract_deletion.py \
   tests/integration/simulator/test_contract_eviction.py \
   tests/integration/simulator/test_contract_dryrun.py \
+  tests/integration/simulator/test_contract_kubectl.py \
+  tests/integration/simulator/test_contract_validation.py \
   "$@"

@@ -20,14 +20,14 @@ from services.simulator import control, errors, kinds, openapi, scale, tables
 from services.simulator.cluster import Cluster, utc_now
 from services.simulator.errors import ApiError
 from services.simulator.kinds import Kind
+from services.simulator.request_parts import delete_options, json_body, yaml_body
+from services.simulator.request_parts import dry_run as dry_run_requested
 from services.simulator.selectors import parse_field_selector, parse_label_selector
 from services.simulator.watch import JSON_HEADERS, Receive, Send, WatchFilter, serve_watch
-from shared.volcano.schema import MAX_DEPTH, shown, too_deep
 
 log = logging.getLogger(__name__)
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# The nesting orjson decodes; deeper bodies fail to decode at all.
-JSON_DEPTH = 1024
+APPLY_PATCH = "application/apply-patch+yaml"
 # kube-apiserver refuses request bodies larger than this (3 MiB) before decoding them.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
 
@@ -130,7 +130,7 @@ class ApiApp:
         watch_filter = WatchFilter(
             target.namespace,
             parse_label_selector(params.get("labelSelector")),
-            parse_field_selector(params.get("fieldSelector")),
+            parse_field_selector(params.get("fieldSelector"), target.kind.kind),
             render,
         )
         await serve_watch(
@@ -148,7 +148,7 @@ class ApiApp:
     ) -> tuple[int, Any]:
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["simulator", "v1"]:
-            return await control.handle(self.cluster, method, parts[2:], _json(body))
+            return await control.handle(self.cluster, method, parts[2:], json_body(body))
         discovery = _discovery(parts)
         if discovery is not None:
             return 200, discovery
@@ -156,7 +156,7 @@ class ApiApp:
             await self.cluster.limiter.acquire()
         audit = self.cluster.audit
         if parts[:2] == ["api", "v1"] and len(parts) == 5 and parts[4] == "bindings" and method == "POST":
-            payload = _json(body)
+            payload = json_body(body)
             name = (payload.get("metadata") or {}).get("name", "") if isinstance(payload, dict) else ""
             answer = await self.cluster.operations.bind(parts[3], name, payload)
             audit.write(method, "pods/binding")
@@ -166,7 +166,7 @@ class ApiApp:
         if target is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         status, answer = await self._serve(target, method, params, headers, body)
-        if method in _WRITES and not _dry_run(params):
+        if method in _WRITES and not dry_run_requested(params):
             resource = (
                 f"{target.kind.plural}/{target.subresource}" if target.subresource else target.kind.plural
             )
@@ -197,48 +197,81 @@ class ApiApp:
             return 200, await scale.serve(store, operations, kind, namespace, name, method, _json(body))
         if sub and not _subresource_served(kind, sub, method):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        dry_run = _dry_run(params)
+        dry_run = dry_run_requested(params)
+        manager = params.get("fieldManager")
+        validation = params.get("fieldValidation", "")
+        if validation not in ("", "Ignore", "Warn", "Strict"):
+            raise errors.bad_request(
+                f'fieldValidation: Unsupported value: "{validation}": supported values: '
+                '"Ignore", "Warn", "Strict"'
+            )
+        writing: dict[str, Any] = {
+            "status_only": sub == "status",
+            "dry_run": dry_run,
+            "field_manager": manager,
+            "field_validation": validation,
+        }
         if not name:
             if method == "GET":
                 return 200, self._list(target, params)
             if method == "POST":
-                return 201, await operations.create(kind, namespace, _json(body), dry_run=dry_run)
+                return 201, await operations.create(
+                    kind,
+                    namespace,
+                    json_body(body),
+                    dry_run=dry_run,
+                    field_manager=manager,
+                    field_validation=validation,
+                )
             if method == "DELETE":
                 return 200, await self._delete_collection(target, params, body)
         elif method == "GET":
             return 200, store.get(kind, namespace, name)
         elif method == "PUT":
-            return 200, await operations.update(
-                kind, namespace, name, _json(body), status_only=sub == "status", dry_run=dry_run
-            )
+            return 200, await operations.update(kind, namespace, name, json_body(body), **writing)
         elif method == "PATCH":
             content_type = headers.get("content-type", "application/merge-patch+json")
+            if content_type.split(";")[0].strip() == APPLY_PATCH and not sub:
+                return await self._apply(target, params, body, dry_run)
             return 200, await operations.patch(
-                kind,
-                namespace,
-                name,
-                content_type,
-                _json(body),
-                status_only=sub == "status",
-                dry_run=dry_run,
+                kind, namespace, name, content_type, json_body(body), **writing
             )
         elif method == "DELETE":
-            options = _delete_options(params, body)
+            options = delete_options(params, body)
             return 200, await operations.delete(kind, namespace, name, options, dry_run=dry_run)
         elif method == "POST" and sub == "binding":
             return 201, await operations.bind(
                 namespace,
                 name,
-                {**_json(body), "metadata": {**(_json(body).get("metadata") or {}), "name": name}},
+                {**json_body(body), "metadata": {**(json_body(body).get("metadata") or {}), "name": name}},
                 dry_run=dry_run,
             )
         elif method == "POST" and sub == "eviction":
-            return 201, await operations.evict(namespace, name, _json(body), dry_run=dry_run)
+            return 201, await operations.evict(namespace, name, json_body(body), dry_run=dry_run)
         raise ApiError(
             405,
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         )
+
+    async def _apply(
+        self, target: Target, params: dict[str, str], body: bytes, dry_run: bool
+    ) -> tuple[int, Any]:
+        """Server-side apply: 201 when it created the object, 200 when it changed one."""
+        manager = params.get("fieldManager")
+        if not manager:
+            raise errors.bad_request("PATCH: fieldManager is required for apply requests")
+        existed = self.cluster.store.find(target.kind, target.namespace or "", target.name) is not None
+        answer = await self.cluster.operations.apply(
+            target.kind,
+            target.namespace or "",
+            target.name,
+            yaml_body(body),
+            manager,
+            force=params.get("force") == "true",
+            dry_run=dry_run,
+        )
+        return (200 if existed else 201), answer
 
     def _list(self, target: Target, params: dict[str, str]) -> dict[str, Any]:
         store = self.cluster.store
@@ -247,7 +280,7 @@ class ApiApp:
             target.kind,
             target.namespace,
             parse_label_selector(params.get("labelSelector")),
-            parse_field_selector(params.get("fieldSelector")),
+            parse_field_selector(params.get("fieldSelector"), target.kind.kind),
         )
         metadata: dict[str, Any] = {"resourceVersion": str(version)}
         limit = int(params.get("limit") or 0)
@@ -276,12 +309,16 @@ class ApiApp:
 
     async def _delete_collection(self, target: Target, params: dict[str, str], body: bytes) -> Any:
         doomed = self._list(target, params)
-        options = _delete_options(params, body)
+        options = delete_options(params, body)
         for obj in doomed["items"]:
             meta = obj["metadata"]
             if self.cluster.store.find(target.kind, meta.get("namespace", ""), meta["name"]):
                 await self.cluster.operations.delete(
-                    target.kind, meta.get("namespace", ""), meta["name"], options, dry_run=_dry_run(params)
+                    target.kind,
+                    meta.get("namespace", ""),
+                    meta["name"],
+                    options,
+                    dry_run=dry_run_requested(params),
                 )
         return doomed
 
@@ -314,45 +351,6 @@ def _discovery(parts: list[str]) -> Any:
     if len(parts) > 2 and parts[:2] == ["openapi", "v3"]:
         return openapi.group_version("/".join(parts[2:]))
     return None
-
-
-def _json(body: bytes) -> Any:
-    if not body:
-        return {}
-    try:
-        decoded = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        if "depth" in str(error):
-            message = f"the request body is not valid JSON: nesting deeper than {JSON_DEPTH} levels"
-            raise errors.bad_request(message) from None
-        raise errors.bad_request(f"the request body is not valid JSON: {error}") from None
-    # Refused here, before webhooks and storage: every encoder after this point has a depth limit.
-    if (path := too_deep(decoded)) is not None:
-        raise errors.bad_request(f"{shown(path)}: Invalid value: nesting deeper than {MAX_DEPTH} levels")
-    return decoded
-
-
-def _dry_run(params: dict[str, str]) -> bool:
-    """dryRun=All: the request is checked, admitted and answered as if made, but nothing is
-    stored (https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)."""
-    given = params.get("dryRun")
-    if given is None:
-        return False
-    if given != "All":
-        raise errors.bad_request(f'Invalid dry run value: "{given}": valid values are: "All"')
-    return True
-
-
-def _delete_options(params: dict[str, str], body: bytes) -> dict[str, Any]:
-    options = _json(body)
-    if not isinstance(options, dict):
-        options = {}
-    for option in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
-        if params.get(option):
-            options[option] = params[option]
-    if isinstance(options.get("orphanDependents"), str):
-        options["orphanDependents"] = options["orphanDependents"] == "true"
-    return options
 
 
 async def _read_body(receive: Receive) -> bytes:

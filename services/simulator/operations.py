@@ -13,12 +13,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from services.simulator import deletion, disruption, errors, pod_status
+from services.simulator import deletion, disruption, errors, managed_fields, pod_status, pruning
 from services.simulator.admission import Admission
 from services.simulator.errors import ApiError
 from services.simulator.kinds import BY_PATH, PDBS, PODS, Kind
 from services.simulator.patches import apply_patch
 from services.simulator.store import Store, timestamp
+from services.simulator.validation import pod_update_causes
 from services.simulator.webhook_rules import AdmissionAttributes
 
 PRIORITY_CLASSES_PLURAL = "priorityclasses"
@@ -47,13 +48,26 @@ class Operations:
 
     # -- create ----------------------------------------------------------------------------
 
-    async def create(self, kind: Kind, namespace: str, body: Any, *, dry_run: bool = False) -> dict[str, Any]:
-        obj = self._store.prepare_create(kind, body, namespace)
+    async def create(
+        self,
+        kind: Kind,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        operation: str = managed_fields.UPDATE,
+        field_validation: str = "",
+    ) -> dict[str, Any]:
+        obj = _known_fields_only(kind, self._store.prepare_create(kind, body, namespace), field_validation)
         self._builtin_admission(kind, obj)
         attributes = self._attributes("CREATE", kind, "", obj, None, dry_run=dry_run)
         obj = self._as_object(kind, await self._admission.mutate(attributes), obj)
         self._store.validate(kind, obj)
         await self._admission.validate(self._attributes("CREATE", kind, "", obj, None, dry_run=dry_run))
+        if field_manager:
+            now = timestamp(self._clock())
+            obj = managed_fields.record_create(obj, body, field_manager, operation, now)
         if dry_run:
             self._store.check_insert(kind, obj)
             return obj
@@ -104,8 +118,11 @@ class Operations:
         *,
         status_only: bool = False,
         dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str = "",
     ) -> dict[str, Any]:
         new, old = self._store.prepare_update(kind, namespace, name, body, status_only=status_only)
+        new = _known_fields_only(kind, new, field_validation)
         subresource = "status" if status_only else ""
         new = self._as_object(
             kind,
@@ -115,9 +132,13 @@ class Operations:
             new,
         )
         self._store.validate(kind, new)
+        if kind is PODS and not status_only and (causes := pod_update_causes(old, new)):
+            raise errors.invalid("Pod", "", name, causes)
         await self._admission.validate(
             self._attributes("UPDATE", kind, subresource, new, old, dry_run=dry_run)
         )
+        if field_manager and not status_only:
+            new = managed_fields.record_update(old, new, field_manager, timestamp(self._clock()))
         if dry_run:
             return self._store.check_replace(kind, new, old)
         return self._store.replace(kind, new, old)
@@ -132,6 +153,8 @@ class Operations:
         *,
         status_only: bool = False,
         dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str = "",
     ) -> dict[str, Any]:
         # As kube-apiserver does: a patch that does not name a resourceVersion is applied again to
         # the newer object when another write landed while webhooks were being called.
@@ -141,10 +164,67 @@ class Operations:
             patched = apply_patch(content_type, old, patch)
             try:
                 return await self.update(
-                    kind, namespace, name, patched, status_only=status_only, dry_run=dry_run
+                    kind,
+                    namespace,
+                    name,
+                    patched,
+                    status_only=status_only,
+                    dry_run=dry_run,
+                    field_manager=field_manager,
+                    field_validation=field_validation,
                 )
             except errors.ApiError as error:
                 if error.code != 409 or attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def apply(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        config: Any,
+        field_manager: str,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply (managed_fields.py): create the object or merge `config` into it."""
+        if not isinstance(config, dict):
+            raise errors.bad_request("the applied configuration must be an object")
+        if (config.get("apiVersion"), config.get("kind")) != (kind.api_version, kind.kind):
+            raise errors.bad_request(
+                f"the applied configuration's apiVersion and kind ({config.get('apiVersion')}, "
+                f"{config.get('kind')}) do not match the resource ({kind.api_version}, {kind.kind})"
+            )
+        given = config.get("metadata")
+        metadata: dict[str, Any] = given if isinstance(given, dict) else {}
+        if metadata.get("name") not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({metadata['name']}) does not match the name on the URL ({name})"
+            )
+        config = {**config, "metadata": {**metadata, "name": name}}
+        for attempt in range(PATCH_ATTEMPTS):
+            current = self._store.find(kind, namespace, name)
+            try:
+                if current is None:
+                    return await self.create(
+                        kind,
+                        namespace,
+                        config,
+                        dry_run=dry_run,
+                        field_manager=field_manager,
+                        operation=managed_fields.APPLY,
+                    )
+                now = timestamp(self._clock())
+                merged = managed_fields.apply(current, config, field_manager, force=force, now=now)
+                merged["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                return await self.update(kind, namespace, name, merged, dry_run=dry_run)
+            except errors.ApiError as error:
+                # Another write landed between the read and the store: apply again onto it.
+                if error.reason not in ("Conflict", "AlreadyExists") or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+                if error.causes and error.causes[0].reason == "FieldManagerConflict":
                     raise
         raise AssertionError("unreachable")
 
@@ -295,6 +375,14 @@ class Operations:
             raise errors.internal("a mutating webhook returned a patch that does not yield an object")
         mutated["apiVersion"], mutated["kind"] = kind.api_version, kind.kind
         return mutated
+
+
+def _known_fields_only(kind: Kind, obj: dict[str, Any], field_validation: str) -> dict[str, Any]:
+    """`obj` pruned of fields its kind does not declare; 400 under fieldValidation=Strict."""
+    unknown = pruning.unknown_fields(kind, obj)
+    if unknown and field_validation == "Strict":
+        raise pruning.strict_error(unknown)
+    return pruning.pruned(obj, unknown)
 
 
 def _check_uid(obj: dict[str, Any], wanted: Any, resource: str) -> None:

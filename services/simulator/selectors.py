@@ -122,15 +122,59 @@ def parse_label_selector(text: str | None) -> Selector:
     return Selector(tuple(requirements))
 
 
-def parse_field_selector(text: str | None) -> Selector:
-    """Parse `metadata.name=x,status.phase!=Failed`: equality terms only, as the apiserver."""
+# The field labels kube-apiserver lets each kind be selected by, beside metadata.name and
+# metadata.namespace (every kind, custom ones too: Volcano's CRDs declare no selectableFields).
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/field-selectors/
+SELECTABLE_FIELDS: dict[str, frozenset[str]] = {
+    "Pod": frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        }
+    ),
+    "Node": frozenset({"spec.unschedulable"}),
+    "Namespace": frozenset({"status.phase"}),
+    "Secret": frozenset({"type"}),
+    "Service": frozenset({"spec.clusterIP", "spec.type"}),
+    "Event": frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    ),
+}
+_EVERY_KIND_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+def parse_field_selector(text: str | None, kind: str | None = None) -> Selector:
+    """Parse `metadata.name=x,status.phase!=Failed`: equality terms only, as the apiserver; with
+    `kind`, a field that kind cannot be selected by is 400 `field label not supported`."""
     if not text:
         return EVERYTHING
     requirements = []
+    allowed = _EVERY_KIND_FIELDS | SELECTABLE_FIELDS.get(kind or "", frozenset())
     for term in _split_terms(text):
         requirement = _equality(term)
         if requirement is None or not requirement.key:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
+        if kind is not None and requirement.key not in allowed:
+            raise bad_request(f"field label not supported: {requirement.key}")
         requirements.append(requirement)
     return Selector(tuple(requirements))
 

@@ -125,3 +125,47 @@ def _validate_pod(spec: dict[str, Any]) -> list[FieldCause]:
                 FieldCause("FieldValueRequired", "Required value", f"spec.containers[{index}].image")
             )
     return causes
+
+
+POD_UPDATE_FORBIDDEN = (
+    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions "
+    "to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it "
+    "was previously negative)"
+)
+
+
+def pod_update_causes(old: dict[str, Any], new: dict[str, Any]) -> list[FieldCause]:
+    """A Pod's spec is immutable but for the fields ValidatePodUpdate lets change (above) and the
+    removal of scheduling gates; anything else is a 422 on `spec`."""
+    before, after = old.get("spec") or {}, dict(new.get("spec") or {})
+    for containers in ("containers", "initContainers"):
+        olds, news = before.get(containers) or [], after.get(containers) or []
+        if news and len(olds) == len(news) and all(isinstance(c, dict) for c in news):
+            after[containers] = [
+                {**n, "image": o.get("image")} if isinstance(o, dict) else n
+                for o, n in zip(olds, news, strict=True)
+            ]
+    if after.get("activeDeadlineSeconds") is not None:
+        after["activeDeadlineSeconds"] = before.get("activeDeadlineSeconds")
+    old_tolerations, new_tolerations = before.get("tolerations") or [], after.get("tolerations") or []
+    if all(t in new_tolerations for t in old_tolerations):
+        after["tolerations"] = before.get("tolerations")
+    gates = after.get("schedulingGates") or []
+    if all(g in (before.get("schedulingGates") or []) for g in gates):
+        after["schedulingGates"] = before.get("schedulingGates")
+    if (before.get("terminationGracePeriodSeconds") or 0) < 0 and after.get(
+        "terminationGracePeriodSeconds"
+    ) == 1:
+        after["terminationGracePeriodSeconds"] = before.get("terminationGracePeriodSeconds")
+    if _without_nulls(after) == _without_nulls(before):
+        return []
+    return [FieldCause("FieldValueForbidden", POD_UPDATE_FORBIDDEN, "spec")]
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value

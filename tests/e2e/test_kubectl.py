@@ -76,3 +76,33 @@ def test_an_invalid_job_is_refused_with_volcanos_message(stack: stacks.Stack) ->
     assert "duplicated task name a" in refused.stderr
     assert "job 'minAvailable' should not be greater than total replicas in tasks" in refused.stderr
     assert kubectl(stack, "get", "vcjob", "invalid-job").returncode != 0, "nothing refused is stored"
+
+
+def test_server_side_apply_dry_run_and_explain_work_against_the_stack(stack: stacks.Stack) -> None:
+    """What GitOps tools and users script: `kubectl apply --dry-run=server` stores nothing,
+    `kubectl apply --server-side` creates the Job through admission and it runs, and `kubectl
+    explain` reads Volcano's schema from the server."""
+    manifest = EXAMPLE.read_text().replace("name: hello-gang", "name: applied-gang")
+
+    dry = kubectl(stack, "apply", "--dry-run=server", "-f", "-", stdin=manifest)
+    assert dry.returncode == 0, dry.stderr
+    assert kubectl(stack, "get", "vcjob", "applied-gang").returncode != 0
+    applied = kubectl(stack, "apply", "--server-side", "-f", "-", stdin=manifest)
+    assert applied.returncode == 0, applied.stderr
+    explained = kubectl(stack, "explain", "vcjob.spec.tasks")
+    assert explained.returncode == 0, explained.stderr
+    assert "FIELD: tasks <[]Object>" in explained.stdout
+
+    phase = ""
+    for _ in range(300):
+        phase = kubectl(stack, "get", "vcjob", "applied-gang", "-o", "jsonpath={.status.state.phase}").stdout
+        if phase in ("Running", "Completed"):
+            break
+        time.sleep(0.2)
+    assert phase in ("Running", "Completed")
+    shown = json.loads(
+        kubectl(stack, "get", "vcjob", "applied-gang", "-o", "json", "--show-managed-fields").stdout
+    )
+    assert ("kubectl", "Apply") in {
+        (e["manager"], e["operation"]) for e in shown["metadata"]["managedFields"]
+    }

@@ -335,3 +335,25 @@ def test_a_webhook_call_on_a_connection_the_server_closed_is_retried(
     # kube-apiserver retries such a connection-level failure on a new connection, and so must we.
     for name in ("first", "second", "third"):
         assert create_job(custom, f"keepalive-{name}")["metadata"]["name"] == f"keepalive-{name}"
+
+
+def test_a_dry_run_tells_webhooks_and_fails_at_one_with_side_effects(
+    admission: client.AdmissionregistrationV1Api,
+    custom: client.CustomObjectsApi,
+    webhook_server: WebhookServer,
+) -> None:
+    """https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#side-effects:
+    a dry run reaches webhooks with dryRun: true, and a webhook that may have side effects fails it."""
+    target = {"url": webhook_server.url("/mutate"), "caBundle": webhook_server.ca_bundle}
+    admission.create_mutating_webhook_configuration(configuration("m", webhook("mutate.test", target)))
+
+    answer = custom.create_namespaced_custom_object(*JOB, "default", "jobs", job("dry"), dry_run="All")
+    assert answer["metadata"]["labels"] == {"mutated-by": "webhook"}
+    assert webhook_server.reviews[-1]["dryRun"] is True
+    admission.create_validating_webhook_configuration(
+        configuration("v", webhook("effects.test", target, sideEffects="Some"))
+    )
+    with pytest.raises(ApiException) as refused:
+        custom.create_namespaced_custom_object(*JOB, "default", "jobs", job("dry"), dry_run="All")
+    assert refused.value.status == 400
+    assert "does not support dry run" in json.loads(refused.value.body)["message"]
