@@ -272,9 +272,11 @@ class GangKeeper:
             message=message,
             details={"queue": queue, **details} if queue else details,
         )
-        event = new_event(
-            audit, source=SOURCE, event_id=f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}"
-        )
+        # A refused eviction is recorded per pod, so each gets an id of its own (the bus drops
+        # repeated ids as duplicates).
+        pods = ",".join(details.get("pods") or []) if action == "eviction-refused" else ""
+        event_id = f"audit:{action}:{data.epoch}:{data.cycle}:{data.gang_uid}" + (f":{pods}" if pods else "")
+        event = new_event(audit, source=SOURCE, event_id=event_id)
         subject = subjects.audit("controller", action, data.namespace, data.podgroup)
         await self._audits.submit((subject, event))
 

@@ -194,7 +194,7 @@ class ApiApp:
             target.subresource,
         )
         if sub == "scale" and kind in scale.SCALABLE and name:
-            return 200, await scale.serve(store, operations, kind, namespace, name, method, _json(body))
+            return 200, await scale.serve(store, operations, kind, namespace, name, method, json_body(body))
         if sub and not _subresource_served(kind, sub, method):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         dry_run = dry_run_requested(params)
