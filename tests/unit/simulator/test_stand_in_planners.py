@@ -221,3 +221,29 @@ def test_a_statefulset_starts_one_pod_at_a_time_unless_parallel() -> None:
         workload("StatefulSet", 3, podManagementPolicy="Parallel"), FakeView()
     )
     assert [p["metadata"]["name"] for _, p in parallel.creates] == ["w-0", "w-1", "w-2"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "types", "expected"),
+    [
+        ("TFJob", "tfReplicaSpecs", ("PS", "Worker"), ["tf-ps-0", "tf-worker-0"]),
+        ("MPIJob", "mpiReplicaSpecs", ("Launcher", "Worker"), ["tf-launcher-0", "tf-worker-0"]),
+    ],
+)
+def test_tfjob_and_mpijob_pods_are_named_by_replica_type(
+    kind: str, field: str, types: tuple[str, str], expected: list[str]
+) -> None:
+    replicas = {
+        t: {"replicas": 1, "template": {"spec": {"containers": [container("1", "1Gi")]}}} for t in types
+    }
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": kind,
+        "metadata": {"name": "tf", "namespace": "ns", "uid": "tf-uid"},
+        "spec": {field: replicas},
+    }
+    enqueued = {"metadata": {"name": "tf", "namespace": "ns"}, "spec": {}, "status": {"phase": "Inqueue"}}
+    plan = TrainingOperator().plan(job, FakeView((PODGROUPS, enqueued)))
+    pods = {o["metadata"]["name"]: o for k, o in plan.creates if k is PODS}
+    assert sorted(pods) == expected
+    assert all(p["spec"]["restartPolicy"] == "Never" for p in pods.values())
