@@ -29,6 +29,12 @@ RULES: list[tuple[str, str, str, list[str], list[str]]] = [
     ("", "v1", "pods", ["CREATE"], []),
 ]
 IGNORED_FAILURES = frozenset({"pods"})
+# Pods that name their PodGroup are never judged (rules/pods.py); these labels mark the ones our
+# controller, KubeRay and the training operator create, so the API server skips the call for them.
+GANG_POD_LABELS = ("volcano.sh/job-name", "ray.io/cluster", "training.kubeflow.org/job-name")
+OBJECT_SELECTORS = {
+    "pods": {"matchExpressions": [{"key": key, "operator": "DoesNotExist"} for key in GANG_POD_LABELS]}
+}
 
 
 def configurations(
@@ -55,8 +61,10 @@ def configurations(
                     "port": service[2],
                     "path": f"/{path}",
                 }
+            selector = {"objectSelector": OBJECT_SELECTORS[resource]} if resource in OBJECT_SELECTORS else {}
             webhooks.append(
                 {
+                    **selector,
                     "name": f"{path}-{resource}.phalanx.volcano.sh",
                     "clientConfig": config,
                     "rules": [

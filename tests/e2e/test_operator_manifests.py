@@ -223,6 +223,14 @@ def test_deployment_pods_share_a_podgroup_sized_by_group_min_member(stack: stack
     assert group_name == f"podgroup-{replicaset['uid']}"
     group = _podgroup(stack, "default", group_name)
     assert group["spec"]["minMember"] == 3
+    done = kubectl(
+        stack, "annotate", "deployment", "web", "scheduling.volcano.sh/group-min-member=2", "--overwrite"
+    )
+    assert done.returncode == 0, done.stderr
+    _eventually(
+        lambda: _podgroup(stack, "default", group_name).get("spec", {}).get("minMember") == 2,
+        "a changed group-min-member resizes the PodGroup",
+    )
     done = kubectl(stack, "scale", "deployment", "web", "--replicas=0")
     assert done.returncode == 0, done.stderr
     _eventually(lambda: not _podgroup(stack, "default", group_name), "scaled to zero, the PodGroup goes")

@@ -97,5 +97,11 @@ def test_the_pod_webhook_validates_creates_only_and_fails_open() -> None:
     ((_, hook),) = pod_hooks
     assert hook["rules"][0]["operations"] == ["CREATE"]
     assert hook["failurePolicy"] == "Ignore"
+    # Gang members' pods (Volcano Jobs', KubeRay's, Kubeflow's) are never judged: never sent.
+    assert {e["key"] for e in hook["objectSelector"]["matchExpressions"]} == {
+        "volcano.sh/job-name",
+        "ray.io/cluster",
+        "training.kubeflow.org/job-name",
+    }
     others = [h for hooks in by_kind.values() for h in hooks if h is not hook]
     assert {h["failurePolicy"] for h in others} == {"Fail"}
