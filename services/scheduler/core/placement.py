@@ -215,6 +215,7 @@ class Placer:
         static = self.static_fit(task)
         affinity = self._affinity_check(task)
         ports = pod_filters(self._state, task.info, self._options)
+        dynamic = affinity is not None or ports is not None
         reasons: Counter[str] = Counter(static.failures.values())
         names = state.space.names
         for node in static.candidates:
@@ -222,7 +223,7 @@ class Placer:
             if short is not None:
                 name = names[short]
                 reasons[POD_NUMBER_EXCEEDED if name == "pods" else f"Insufficient {name}"] += 1
-            elif (failure := self._dynamic_failure(node, affinity, ports)) is not None:
+            elif dynamic and (failure := self._dynamic_failure(node, affinity, ports)) is not None:
                 reasons[failure] += 1
         total = len(state.nodes)
         message = f"0/{total} nodes are unavailable"
