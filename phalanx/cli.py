@@ -283,7 +283,7 @@ def bench(
     stall: float = typer.Option(
         30.0,
         "--stall",
-        help="End the wait after this many seconds without a new bind (a loaded machine: more).",
+        help="End the wait after this long without a new bind (more on a loaded machine).",
     ),
     ceiling: bool = typer.Option(
         True, "--ceiling/--no-ceiling", help="Also measure the machine's ceiling for the load, after the run."
