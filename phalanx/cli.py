@@ -280,6 +280,11 @@ def bench(
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the pods to be bound."),
     keep: bool = typer.Option(False, "--keep", help="Leave the stack running afterwards."),
     profile: Path = typer.Option(None, "--profile", help="Write py-spy profiles of every service here."),
+    stall: float = typer.Option(
+        30.0,
+        "--stall",
+        help="End the wait after this long without a new bind (more on a loaded machine).",
+    ),
     ceiling: bool = typer.Option(
         True, "--ceiling/--no-ceiling", help="Also measure the machine's ceiling for the load, after the run."
     ),
@@ -294,7 +299,13 @@ def bench(
             f"unknown scenario {unknown[0]!r}; known: {', '.join(workloads.SCENARIOS)}", param_hint="NAMES"
         )
     settings = runner.RunSettings(
-        qps=qps, scale=scale, timeout_s=timeout, keep_stack=keep, profile_dir=profile, ceiling=ceiling
+        qps=qps,
+        scale=scale,
+        timeout_s=timeout,
+        keep_stack=keep,
+        profile_dir=profile,
+        ceiling=ceiling,
+        stall_s=stall,
     )
     for name in names:
         scenario = workloads.scaled(workloads.SCENARIOS[name], scale)

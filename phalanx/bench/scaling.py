@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -254,6 +255,7 @@ def main() -> None:
         asyncio.run(_measure_all(url, conf, arguments.out, tuple(arguments.nodes), tuple(arguments.pods)))
     finally:
         postgres.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
