@@ -50,7 +50,7 @@ class _Projected:
     resource_version: Mapped[int] = mapped_column(BigInteger, default=0)
     relist_id: Mapped[str | None] = mapped_column(String(64))
     deleted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
-    # Drawn anew each time ingest writes the row (migration 0012): the cycle reads only rows past
+    # Drawn anew each time ingest writes the row (migration 0006): the cycle reads only rows past
     # the last number it saw (services/scheduler/mirror.py).
     change_seq: Mapped[int] = mapped_column(
         BigInteger, server_default=text(f"nextval('{CHANGE_SEQUENCE}')"), index=True
