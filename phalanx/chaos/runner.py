@@ -12,6 +12,7 @@ fault the run waits until every job is terminal, or `settle_s` passes, and judge
 from __future__ import annotations
 
 import contextlib
+import json
 import tempfile
 import threading
 import time
@@ -154,6 +155,10 @@ def _drive(
         sampler.join()
     spans = [invariants.FaultSpan(kind, a, b) for kind, a, b in injector.spans]
     verdict = _judge(kube, allocatable, submitted=submitted, faults=spans, quiescent=True)
+    if settings.state_dir is not None:  # kept, so the run can be judged again offline
+        trace = kube.control("/simulator/v1/audit/trace", method="GET")
+        kept = {"trace": trace, "faults": injector.spans}
+        (settings.state_dir / "chaos-trace.json").write_text(json.dumps(kept))
     controller_down = [(a, b) for kind, a, b in injector.spans if kind == "kill:controller"]
     return ChaosResult(
         settings,

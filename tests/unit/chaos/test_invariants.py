@@ -104,12 +104,21 @@ def test_a_pod_waiting_past_the_recovery_time_after_the_last_fault_healed_breaks
 
 
 def test_a_run_that_drains_long_after_its_last_fault_breaks_i7() -> None:
-    trace = Trace().gang_runs("g", ["a", "b"], "n1")  # the last pod ends at 6 s
+    trace = Trace().gang_runs("g", ["a", "b"], "n1")  # the last pod arrives at 2 s, ends at 6 s
     fault = [FaultSpan("restart:nats", 0.0, 0.5)]
     assert "I7" not in invariants_broken(trace, faults=fault, queues={})
-    assert "I7" in invariants_broken(trace, faults=fault, queues={}, recover_s=5.0)
+    assert "I7" in invariants_broken(trace, faults=fault, queues={}, recover_s=3.0)  # ends 4 s after
 
 
 def test_mid_run_skips_the_judgements_that_need_a_quiet_cluster() -> None:
     trace = Trace().add("a", type_="ADDED").add("a", node="n1")  # gang g partly bound, job running
     assert invariants_broken(trace, quiescent=False, submitted=["default/g"], job_phases={}) == set()
+
+
+def test_work_arriving_after_the_last_fault_drains_from_its_arrival_not_from_the_fault() -> None:
+    trace = Trace()
+    for _ in range(300):
+        trace.add("x", type_="MODIFIED", group="")  # 300 s of quiet
+    trace.gang_runs("g", ["a", "b"], "n1")  # created at 301 s, done by 306 s
+    fault = [FaultSpan("kill:watcher", 0.0, 1.0)]
+    assert "I7" not in invariants_broken(trace, faults=fault, queues={})
