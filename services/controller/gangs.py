@@ -138,6 +138,10 @@ class GangKeeper:
             if index:  # a fault test holds back all but the gang's first bind here
                 await failpoints.hit("ctl.mid_bind_batch")
             async with self._bind_slots:
+                # The wait for a slot may outlast the decision: past its valid_until the scheduler
+                # no longer counts it, so a late bind could book a node twice.
+                if self._leader.expired(data.valid_until):
+                    return "expired"
                 return await self._kube.bind(b.namespace, b.name, b.node, b.uid)
 
         outcomes = await asyncio.gather(*(bind(i, b) for i, b in enumerate(data.binds)))

@@ -13,11 +13,16 @@ its `valid_until` (set by the scheduler from the same database clock) has not pa
   (expired).
 
 Checks that arrive together share one query (shared/batching.py).
+
+A decision's binds may wait for a free bind slot after the check passed, so each bind asks again
+(`expired`) just before it is sent, against the database clock as last read: the local clock plus
+the offset of the last query, measured from before the query was sent, so that the estimate of
+the database's time errs late and a bind is never sent after its decision ran out.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -31,17 +36,26 @@ class LeaderCheck:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
         self._batches = Batcher(self._check_many)
+        self._clock_offset: timedelta | None = None  # database clock minus ours, erring late
 
     async def refusal(self, epoch: int, valid_until: datetime | None) -> tuple[str, str] | None:
         """None when the decision may be carried out, else (reason, message) for the audit."""
         return await self._batches.submit((epoch, valid_until))
 
+    def expired(self, valid_until: datetime | None) -> bool:
+        """Whether a decision checked earlier has run out by now (by the database's clock)."""
+        if valid_until is None or self._clock_offset is None:
+            return False
+        return datetime.now(UTC) + self._clock_offset > valid_until
+
     async def _check_many(self, decisions: list[tuple[int, datetime | None]]) -> list[tuple[str, str] | None]:
+        asked_at = datetime.now(UTC)
         async with self._sessions() as session:
             row = (await session.execute(_LEADER)).first()
         if row is None:
             return [("no-leader", "no scheduler has ever led")] * len(decisions)
         leading, now = int(row[0]), row[1]
+        self._clock_offset = now - asked_at
         return [_refusal(epoch, valid_until, leading, now) for epoch, valid_until in decisions]
 
 

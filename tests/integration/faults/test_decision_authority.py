@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.controller.cache import Cache
 from services.controller.gangs import GangKeeper
 from services.controller.kube_writes import KubeWrites
+from shared import failpoints
 from shared.kube.client import request
 from shared.messages import decisions as msg
 from shared.messages.envelope import new_event
@@ -119,3 +120,25 @@ async def test_a_decision_past_its_time_is_refused(
     in_time = await new_pod(api, "in-time-0")
     await keeper.decided(placed(in_time, LEADING_EPOCH, valid_until=datetime.now(UTC) + timedelta(minutes=5)))
     assert await node_of(api, "in-time-0") == "node-0"
+
+
+async def test_a_bind_held_back_past_its_decisions_time_is_not_sent(
+    api: client.ApiClient, keeper: GangKeeper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check on arrival is not enough: a bind that waits (for a bind slot, or here at a
+    failpoint) until after `valid_until` would land when the scheduler no longer counts it."""
+    monkeypatch.setenv(failpoints.ENV, "ctl.mid_bind_batch=sleep(8)")
+    monkeypatch.setattr(failpoints, "_points", None)
+    first, second = await new_pod(api, "held-0"), await new_pod(api, "held-1")
+    decision = msg.GangPlaced(
+        epoch=LEADING_EPOCH,
+        cycle=1,
+        gang_uid="held",
+        namespace="default",
+        podgroup="held",
+        binds=(first, second),
+        valid_until=datetime.now(UTC) + timedelta(seconds=5),
+    )
+    await keeper.decided(new_event(decision, source="test"))
+    assert await node_of(api, "held-0") == "node-0", "the bind sent in time is carried out"
+    assert await node_of(api, "held-1") is None, "the bind that ran out of time is not sent"
