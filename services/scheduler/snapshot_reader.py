@@ -118,6 +118,7 @@ async def read_snapshot(
         pods=mirror.pods.values(),
         decisions=decision_rows,
         memory=memory,
+        budgets=mirror.budgets.values(),
     )
     return ReadResult(snapshot, mirror.conf_text, mirror.verdicts)
 
@@ -133,6 +134,7 @@ def build_snapshot(
     pods: Collection[Any],
     decisions: Collection[Any],
     memory: ShellMemory,
+    budgets: Collection[Any] = (),
 ) -> core.Snapshot:
     """The core's snapshot; objects built from unchanged rows are reused from `memory`."""
     binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
@@ -191,6 +193,20 @@ def build_snapshot(
         now=now,
         priority_classes=priorities,
         other_pods=tuple(others),
+        budgets=tuple(
+            sorted(
+                (
+                    core.DisruptionBudget(
+                        namespace=b.namespace,
+                        name=b.name,
+                        selector=b.selector,
+                        disruptions_allowed=b.disruptions_allowed,
+                    )
+                    for b in budgets
+                ),
+                key=lambda b: (b.namespace, b.name),
+            )
+        ),
     )
 
 

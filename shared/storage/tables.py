@@ -136,6 +136,17 @@ class SchedulerConfig(_Projected, Base):
     conf: Mapped[str] = mapped_column(Text)
 
 
+class DisruptionBudget(_Projected, Base):
+    """A PodDisruptionBudget (policy/v1): its selector and how many disruptions it allows now."""
+
+    __tablename__ = "disruption_budgets"
+    uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(253))
+    selector: Mapped[dict[str, Any] | None]  # spec.selector; null selects no pod
+    disruptions_allowed: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class ResyncMarker(Base):
     """The newest relist marker (`KindResynced`) applied per kind: an older one, redelivered late,
     must not tombstone the rows of a newer relist."""

@@ -131,6 +131,17 @@ class OtherPod:
 
 
 @dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A PodDisruptionBudget (policy/v1): the pods of `namespace` its label selector covers
+    (None selects none, an empty selector all) may lose `disruptions_allowed` more, no more."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, Any] | None
+    disruptions_allowed: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one cycle may look at; `now` is the cycle's clock (the core reads no clock)."""
 
@@ -140,3 +151,4 @@ class Snapshot:
     now: datetime
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     other_pods: tuple[OtherPod, ...] = ()
+    budgets: tuple[DisruptionBudget, ...] = ()
