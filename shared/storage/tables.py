@@ -1,10 +1,10 @@
 """The scheduling database schema: SQLAlchemy 2.0 models, the Alembic target metadata.
 
 One service writes each table (see `OWNERS` and migrations/README.md). The scheduler's ingester
-projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups` and `pods`; its
-cycle writes `decisions`, `gang_verdicts` and its outbox under a fenced leadership row. The
-controller keeps job lifecycle records, applied commands and its own outbox. Resource amounts are
-JSON maps of integer milli-units (see shared.domain.resources).
+projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups`, `pods` and
+`disruption_budgets`; its cycle writes `decisions`, `gang_verdicts` and its outbox under a fenced
+leadership row. The controller keeps job lifecycle records, applied commands and its own outbox.
+Resource amounts are JSON maps of integer milli-units (see shared.domain.resources).
 """
 
 from __future__ import annotations
@@ -306,6 +306,7 @@ OWNERS: dict[str, str] = {
     "queues": "scheduler (ingest)",
     "resync_markers": "scheduler (ingest)",
     "nodes": "scheduler (ingest)",
+    "disruption_budgets": "scheduler (ingest)",
     "priority_classes": "scheduler (ingest)",
     "pod_groups": "scheduler (ingest)",
     "pods": "scheduler (ingest)",
