@@ -276,11 +276,12 @@ def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
 def _overlay(
     task: core.TaskInfo, decided_node: str | None, evicting: bool, nominated: str | None
 ) -> core.TaskInfo:
-    node, status = task.node, task.status
+    node, status, pending = task.node, task.status, False
     if not node and decided_node:
         node, status = decided_node, core.BOUND
     if evicting and node:
+        pending = status != core.RELEASING  # decided, not yet carried out: no budget counts it
         status = core.RELEASING
-    if (node, status, nominated) == (task.node, task.status, task.nominated_node):
+    if (node, status, nominated, pending) == (task.node, task.status, task.nominated_node, False):
         return task
-    return replace(task, node=node, status=status, nominated_node=nominated)
+    return replace(task, node=node, status=status, nominated_node=nominated, eviction_pending=pending)

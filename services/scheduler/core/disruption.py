@@ -6,7 +6,8 @@ a batch it refuses, looking for other victims instead. As Volcano's pdb plugin d
 `disruptions_allowed` (its status, as the disruption controller computed it) is what the whole
 cycle may take from the pods the budget covers: a task evicted earlier in the cycle counts against
 it (found from the working state, so a trial that is rolled back gives its evictions back), and so
-does every other member of the batch. Without budgets, or without `pdb` in the configuration (with
+do evictions decided in earlier cycles and not yet carried out (the budget's status does not count
+them yet), and every other member of the batch. Without budgets, or without `pdb` in the configuration (with
 enablePreemptable / enableReclaimable on for the action), every batch is allowed.
 """
 
@@ -63,6 +64,11 @@ class DisruptionGuard:
         return True
 
     def _evicted(self, index: int) -> int:
-        """Tasks of budget `index` that this cycle's working state evicted (Releasing now, not
-        in the snapshot: a pod already on its way out is counted by the budget's own status)."""
-        return sum(1 for t in self._covered[index] if t.status == RELEASING and t.info.status != RELEASING)
+        """Tasks of budget `index` already taken but not in its status: those this cycle's working
+        state evicted (Releasing now, not in the snapshot) and those whose earlier eviction is
+        still pending. A pod already terminating is counted by the budget's own status."""
+        return sum(
+            1
+            for t in self._covered[index]
+            if t.info.eviction_pending or (t.status == RELEASING and t.info.status != RELEASING)
+        )

@@ -91,6 +91,9 @@ class TaskInfo:
     host_ports: tuple[HostPort, ...] = ()
     # The pod's raw spec.topologySpreadConstraints.
     spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    # Releasing only because an eviction decided earlier is still pending: the pod is not yet
+    # terminating, so PodDisruptionBudget statuses do not count it yet (the pdb plugin does).
+    eviction_pending: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ when no other victims suffice nothing is evicted.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -70,6 +71,22 @@ def test_the_budget_is_shared_by_every_eviction_of_the_cycle() -> None:
     preemptors = [gang(f"h{i}", 1, request("4"), priority=100, age=i) for i in (1, 2)]
     result = plan([node("n1"), node("n2")], [*protected, *preemptors], conf=PREEMPT, budgets=(budget(1),))
     assert len(result.evictions) == 1
+
+
+@pytest.mark.parametrize(("eviction_pending", "expected"), [(True, []), (False, ["p-worker-0"])])
+def test_an_eviction_decided_earlier_and_not_yet_carried_out_counts_against_the_budget(
+    eviction_pending: bool, expected: list[str]
+) -> None:
+    # n2's protected pod is Releasing: still pending (no status counts it yet), or terminating
+    # (the budget's disruptionsAllowed already does).
+    leaving = running(gang("gone", 1, request("1"), priority=1, task_fields={"labels": PROTECTED}), ["n2"])
+    leaving = replace(
+        leaving,
+        tasks=tuple(replace(t, status="Releasing", eviction_pending=eviction_pending) for t in leaving.tasks),
+    )
+    gangs = [low("p", PROTECTED), leaving, high(cpu="4")]
+    result = plan([node("n1"), node("n2", cpu="1")], gangs, conf=PREEMPT, budgets=(budget(1),))
+    assert evicted(result) == expected
 
 
 def test_without_the_plugin_or_with_its_switch_off_budgets_are_not_read() -> None:
