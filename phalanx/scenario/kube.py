@@ -33,6 +33,7 @@ KIND_API_VERSIONS: dict[str, str] = {
     "PersistentVolumeClaim": "v1",
     "PriorityClass": "scheduling.k8s.io/v1",
     "NetworkPolicy": "networking.k8s.io/v1",
+    "PodDisruptionBudget": "policy/v1",
     "Job": "batch.volcano.sh/v1alpha1",
     "PodGroup": "scheduling.volcano.sh/v1beta1",
     "Queue": "scheduling.volcano.sh/v1beta1",

@@ -49,6 +49,7 @@ NAMESPACED_KINDS = (
     "Job",
     "Command",
     "PodGroup",
+    "PodDisruptionBudget",
     "Pod",
     "Service",
     "ConfigMap",

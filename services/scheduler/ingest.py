@@ -28,7 +28,7 @@ from shared.messages.cluster import KindResynced, ObjectChanged
 from shared.messages.envelope import CloudEvent
 from shared.storage import tables
 
-INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap")
+INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap", "PodDisruptionBudget")
 # Any fixed number: the advisory lock that puts ingest transactions in the order of their numbers.
 INGEST_LOCK = 0x5048_414C_0015
 
@@ -158,4 +158,11 @@ def _next_change() -> Any:
 def _is_new_work(row: Row) -> bool:
     if row.table is tables.Pod:
         return not row.values.get("node_name") or row.values["deleted"]
-    return row.table in (tables.PodGroup, tables.Node, tables.Queue, tables.SchedulerConfig)
+    # A budget that allows more disruptions may let a waiting preemption go ahead.
+    return row.table in (
+        tables.PodGroup,
+        tables.Node,
+        tables.Queue,
+        tables.SchedulerConfig,
+        tables.DisruptionBudget,
+    )

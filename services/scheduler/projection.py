@@ -210,6 +210,19 @@ def _config_map(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any] | Non
     return {"name": SCHEDULER_CONF_KEY, "conf": conf}
 
 
+def _disruption_budget(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
+    """What the pdb plugin reads: whose pods the budget covers and how many it lets go now
+    (status.disruptionsAllowed, as the disruption controller computed it)."""
+    meta = _meta(obj)
+    return {
+        "uid": meta["uid"],
+        "namespace": meta.get("namespace") or "default",
+        "name": meta["name"],
+        "selector": (obj.get("spec") or {}).get("selector"),
+        "disruptions_allowed": int((obj.get("status") or {}).get("disruptionsAllowed") or 0),
+    }
+
+
 _BUILDERS = {
     "Node": _node,
     "Queue": _queue,
@@ -217,6 +230,7 @@ _BUILDERS = {
     "PodGroup": _podgroup,
     "Pod": _pod,
     "ConfigMap": _config_map,
+    "PodDisruptionBudget": _disruption_budget,
 }
 _TABLES: dict[str, tuple[type[tables.Base], str]] = {
     "Node": (tables.Node, "name"),
@@ -225,5 +239,6 @@ _TABLES: dict[str, tuple[type[tables.Base], str]] = {
     "PodGroup": (tables.PodGroup, "uid"),
     "Pod": (tables.Pod, "uid"),
     "ConfigMap": (tables.SchedulerConfig, "name"),
+    "PodDisruptionBudget": (tables.DisruptionBudget, "uid"),
 }
 TABLE_OF_KIND = {kind: table for kind, (table, _) in _TABLES.items()}

@@ -118,6 +118,7 @@ async def read_snapshot(
         pods=mirror.pods.values(),
         decisions=decision_rows,
         memory=memory,
+        budgets=mirror.budgets.values(),
     )
     return ReadResult(snapshot, mirror.conf_text, mirror.verdicts)
 
@@ -133,6 +134,7 @@ def build_snapshot(
     pods: Collection[Any],
     decisions: Collection[Any],
     memory: ShellMemory,
+    budgets: Collection[Any] = (),
 ) -> core.Snapshot:
     """The core's snapshot; objects built from unchanged rows are reused from `memory`."""
     binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
@@ -191,6 +193,20 @@ def build_snapshot(
         now=now,
         priority_classes=priorities,
         other_pods=tuple(others),
+        budgets=tuple(
+            sorted(
+                (
+                    core.DisruptionBudget(
+                        namespace=b.namespace,
+                        name=b.name,
+                        selector=b.selector,
+                        disruptions_allowed=b.disruptions_allowed,
+                    )
+                    for b in budgets
+                ),
+                key=lambda b: (b.namespace, b.name),
+            )
+        ),
     )
 
 
@@ -260,11 +276,12 @@ def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
 def _overlay(
     task: core.TaskInfo, decided_node: str | None, evicting: bool, nominated: str | None
 ) -> core.TaskInfo:
-    node, status = task.node, task.status
+    node, status, pending = task.node, task.status, False
     if not node and decided_node:
         node, status = decided_node, core.BOUND
     if evicting and node:
+        pending = status != core.RELEASING  # decided, not yet carried out: no budget counts it
         status = core.RELEASING
-    if (node, status, nominated) == (task.node, task.status, task.nominated_node):
+    if (node, status, nominated, pending) == (task.node, task.status, task.nominated_node, False):
         return task
-    return replace(task, node=node, status=status, nominated_node=nominated)
+    return replace(task, node=node, status=status, nominated_node=nominated, eviction_pending=pending)

@@ -27,6 +27,8 @@ WATCHED: tuple[WatchedKind, ...] = (
             # For the PodGroups of their pods: group-min-member and scale-to-zero, as Volcano reads them.
             "ReplicaSet",
             "StatefulSet",
+            # For the pdb plugin: which pods a preemption or reclaim may not take (disruptionsAllowed).
+            "PodDisruptionBudget",
         )
     ),
     # The scheduler's configuration (volcano-scheduler.conf), where Volcano keeps it.

@@ -54,6 +54,7 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("ReplicaSet", "apps/v1", "replicasets", True),
         Kind("StatefulSet", "apps/v1", "statefulsets", True),
+        Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
         Kind("Job", "batch.volcano.sh/v1alpha1", "jobs", True),
         Kind("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True),
         Kind("Queue", "scheduling.volcano.sh/v1beta1", "queues", False),

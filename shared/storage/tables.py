@@ -1,10 +1,10 @@
 """The scheduling database schema: SQLAlchemy 2.0 models, the Alembic target metadata.
 
 One service writes each table (see `OWNERS` and migrations/README.md). The scheduler's ingester
-projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups` and `pods`; its
-cycle writes `decisions`, `gang_verdicts` and its outbox under a fenced leadership row. The
-controller keeps job lifecycle records, applied commands and its own outbox. Resource amounts are
-JSON maps of integer milli-units (see shared.domain.resources).
+projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups`, `pods` and
+`disruption_budgets`; its cycle writes `decisions`, `gang_verdicts` and its outbox under a fenced
+leadership row. The controller keeps job lifecycle records, applied commands and its own outbox.
+Resource amounts are JSON maps of integer milli-units (see shared.domain.resources).
 """
 
 from __future__ import annotations
@@ -134,6 +134,17 @@ class SchedulerConfig(_Projected, Base):
     __tablename__ = "scheduler_config"
     name: Mapped[str] = mapped_column(String(253), primary_key=True)
     conf: Mapped[str] = mapped_column(Text)
+
+
+class DisruptionBudget(_Projected, Base):
+    """A PodDisruptionBudget (policy/v1): its selector and how many disruptions it allows now."""
+
+    __tablename__ = "disruption_budgets"
+    uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(253))
+    selector: Mapped[dict[str, Any] | None]  # spec.selector; null selects no pod
+    disruptions_allowed: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class ResyncMarker(Base):
@@ -295,6 +306,7 @@ OWNERS: dict[str, str] = {
     "queues": "scheduler (ingest)",
     "resync_markers": "scheduler (ingest)",
     "nodes": "scheduler (ingest)",
+    "disruption_budgets": "scheduler (ingest)",
     "priority_classes": "scheduler (ingest)",
     "pod_groups": "scheduler (ingest)",
     "pods": "scheduler (ingest)",

@@ -25,6 +25,7 @@ from services.scheduler.core.plan import (
     Nomination,
 )
 from services.scheduler.core.snapshot import (
+    DisruptionBudget,
     GangInfo,
     NodeInfo,
     OtherPod,
@@ -39,6 +40,7 @@ __all__ = [
     "ConfError",
     "ConfLoad",
     "CyclePlan",
+    "DisruptionBudget",
     "Eviction",
     "GangBinds",
     "GangInfo",

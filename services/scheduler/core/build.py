@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from services.scheduler.core.config import SchedulerConf
 from services.scheduler.core.context import CycleContext
+from services.scheduler.core.disruption import DisruptionGuard
 from services.scheduler.core.fairness import (
     QueueRules,
     cluster_total,
@@ -139,6 +140,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         cluster=cluster_usage(state, conf),
         rules=QueueRules.of(conf),
         now=snapshot.now,
+        disruption=DisruptionGuard(snapshot.budgets, (t for g in state.gangs for t in g.tasks), conf),
     )
     if conf.enabled("gang"):
         for gang in state.gangs:

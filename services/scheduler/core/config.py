@@ -69,10 +69,11 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "binpack": frozenset({"binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources"}),
     "sla": frozenset({"sla-waiting-time"}),
     "task-topology": frozenset({"task-topology.weight"}),
+    "pdb": frozenset(),
 }
 # Volcano names Phalanx knows but does not implement: skipped with a warning naming them.
 UNIMPLEMENTED_PLUGINS = frozenset({
-    "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp", "pdb",
+    "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp",
     "rescheduling", "usage", "resource-strategy-fit", "nodegroup", "extender", "resourcequota",
 })  # fmt: skip
 UNIMPLEMENTED_ACTIONS = frozenset({"shuffle", "gangpreempt", "gangreclaim"})

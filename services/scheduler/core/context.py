@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from services.scheduler.core.config import SchedulerConf
+from services.scheduler.core.disruption import DisruptionGuard
 from services.scheduler.core.fairness import ClusterUsage, QueueRules
 from services.scheduler.core.placement import Placer
 from services.scheduler.core.plan import Eviction
@@ -26,6 +27,7 @@ class CycleContext:
     cluster: ClusterUsage
     rules: QueueRules
     now: datetime
+    disruption: DisruptionGuard
     enqueued: list[str] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
     invalid: dict[str, tuple[str, str]] = field(default_factory=dict)  # uid -> (reason, message)

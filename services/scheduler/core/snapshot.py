@@ -91,6 +91,9 @@ class TaskInfo:
     host_ports: tuple[HostPort, ...] = ()
     # The pod's raw spec.topologySpreadConstraints.
     spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    # Releasing only because an eviction decided earlier is still pending: the pod is not yet
+    # terminating, so PodDisruptionBudget statuses do not count it yet (the pdb plugin does).
+    eviction_pending: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,17 @@ class OtherPod:
 
 
 @dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A PodDisruptionBudget (policy/v1): the pods of `namespace` its label selector covers
+    (None selects none, an empty selector all) may lose `disruptions_allowed` more, no more."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, Any] | None
+    disruptions_allowed: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one cycle may look at; `now` is the cycle's clock (the core reads no clock)."""
 
@@ -140,3 +154,4 @@ class Snapshot:
     now: datetime
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     other_pods: tuple[OtherPod, ...] = ()
+    budgets: tuple[DisruptionBudget, ...] = ()

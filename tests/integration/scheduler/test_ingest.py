@@ -103,7 +103,7 @@ async def test_a_relist_tombstones_what_vanished_unseen(engine: AsyncEngine) -> 
     assert state["vanished"][2] is True
 
 
-def changed(kind: str, obj: dict[str, Any]) -> CloudEvent[Any]:
+def changed(kind: str, obj: dict[str, Any], change: str = "ADDED") -> CloudEvent[Any]:
     meta = obj["metadata"]
     data = ObjectChanged(
         kind=kind,
@@ -111,7 +111,7 @@ def changed(kind: str, obj: dict[str, Any]) -> CloudEvent[Any]:
         name=meta["name"],
         uid=meta["uid"],
         resource_version=int(meta["resourceVersion"]),
-        change="ADDED",
+        change=change,
         object=obj,
     )  # type: ignore[arg-type]
     return new_event(data, source="test")
@@ -188,3 +188,33 @@ async def test_a_terminating_pod_is_releasing_in_the_snapshot_until_it_is_gone(e
         read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=ShellMemory())
     ((task,),) = [g.tasks for g in read.snapshot.gangs]
     assert (task.node, task.status) == ("n1", "Releasing")
+
+
+def budget(version: int, allowed: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "keep", "namespace": "ml", "uid": "uid-keep", "resourceVersion": str(version)},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": allowed, "currentHealthy": 2, "desiredHealthy": 1},
+    }
+
+
+async def test_a_disruption_budget_reaches_the_snapshot_and_follows_its_status(engine: AsyncEngine) -> None:
+    """The pdb plugin reads a budget's selector and its current disruptionsAllowed, kept in the
+    mirror as the status changes and dropped when the budget is deleted."""
+    sessions = make_sessions(engine)
+    ingester = Ingester(sessions, scheduler_names=["volcano"])
+    memory = ShellMemory()
+
+    async def budgets() -> list[tuple[str, str, Any, int]]:
+        async with sessions() as session, session.begin():
+            read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=memory)
+        return [(b.namespace, b.name, b.selector, b.disruptions_allowed) for b in read.snapshot.budgets]
+
+    await ingester.handle([changed("PodDisruptionBudget", budget(3, allowed=1))])
+    assert await budgets() == [("ml", "keep", {"matchLabels": {"app": "db"}}, 1)]
+    await ingester.handle([changed("PodDisruptionBudget", budget(4, allowed=0))])
+    assert await budgets() == [("ml", "keep", {"matchLabels": {"app": "db"}}, 0)]
+    await ingester.handle([changed("PodDisruptionBudget", budget(5, allowed=0), "DELETED")])
+    assert await budgets() == []

@@ -51,6 +51,7 @@ WATCHER = (
     expand(CLUSTER, "", "nodes pods", READ)
     | expand(CLUSTER, "scheduling.k8s.io", "priorityclasses", READ)
     | expand(CLUSTER, "apps", "replicasets statefulsets", READ)
+    | expand(CLUSTER, "policy", "poddisruptionbudgets", READ)
     | expand(CLUSTER, "batch.volcano.sh", "jobs", READ)
     | expand(CLUSTER, "scheduling.volcano.sh", "podgroups queues", READ)
     | expand(CLUSTER, "bus.volcano.sh", "commands", READ)

@@ -161,3 +161,29 @@ def test_sla_waiting_time_legacy_key_and_bad_values() -> None:
     assert sla_waiting_time({"sla-waiting-time": "2s"}) == timedelta(seconds=2)
     assert sla_waiting_time({"volcano.sh/sla-waiting-time": "soon"}) is None
     assert sla_waiting_time({}) is None
+
+
+def test_an_eviction_decided_but_not_carried_out_is_marked_pending_until_the_pod_terminates() -> None:
+    """The pdb plugin counts such a pod against its budgets: their status does not count it yet."""
+    group = row("PodGroup", {"metadata": {"name": "pg", "namespace": "default", "uid": "pg-uid"}, "spec": {}})
+    terminating = pod("leaving", node="n1", metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"})
+    pods = [row("Pod", p) for p in (pod("decided", node="n1"), terminating, pod("staying", node="n1"))]
+    evictions = [
+        SimpleNamespace(kind="evict", gang_uid="pg-uid", pod_uid=f"uid-{n}") for n in ("decided", "leaving")
+    ]
+    snap = build_snapshot(
+        now=NOW,
+        queues=[],
+        nodes=[],
+        priority_classes=[],
+        groups=[group],
+        pods=pods,
+        decisions=evictions,
+        memory=ShellMemory(),
+    )
+    tasks = {t.name: (t.status, t.eviction_pending) for t in snap.gangs[0].tasks}
+    assert tasks == {
+        "decided": ("Releasing", True),
+        "leaving": ("Releasing", False),
+        "staying": ("Running", False),
+    }

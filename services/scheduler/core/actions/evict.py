@@ -13,6 +13,9 @@ preempt then runs Volcano's second phase, inside each gang that was starving: a 
 take the place of lower-priority running tasks of its own gang. Each such swap is its own trial,
 kept only when the task then fits, and refused when it would deepen the gang's shortfall (fewer
 members, overall or of a task role, than before and than its minimum).
+
+With the pdb plugin, no set of victims may take more from a PodDisruptionBudget's pods than its
+disruptionsAllowed (disruption.py): a batch that would is passed over for other victims.
 """
 
 from __future__ import annotations
@@ -123,6 +126,8 @@ def _own_victims_on(ctx: CycleContext, gang: GangView, task: TaskView, node: int
     freed = [0] * state.space.size
     chosen: list[TaskView] = []
     for victim in here:
+        if not ctx.disruption.allows([*chosen, victim], PREEMPT):
+            continue  # pdb: a budget forbids it; the next victim may do
         chosen.append(victim)
         for i, amount in victim.request:
             room[i] += amount
@@ -238,6 +243,8 @@ def _victims_on(
             batch = [t for t in batch if t.info.uid not in chosen]
             if not all(_eligible(ctx, gang, task, t, mode) for t in batch):
                 continue  # the whole gang would have to go, and part of it may not
+        if not ctx.disruption.allows([*chosen.values(), *batch], mode):
+            continue  # pdb: a budget forbids it; other victims may do
         if mode == RECLAIM and not _queue_still_over(ctx, gang, task, victim_gang, batch, credit):
             continue
         for member in batch:
