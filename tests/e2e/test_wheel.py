@@ -27,8 +27,10 @@ def _wheels() -> Path:
 
 
 def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    # Nothing of this checkout or its venv: the wheel must stand alone.
+    # Nothing of this checkout or its venv: the wheel must stand alone. pip (also in build's
+    # isolated environment) takes what it needs from the kept wheels only.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHALANX_", "VIRTUAL_ENV", "PYTHONPATH"))}
+    env |= {"PIP_FIND_LINKS": str(_wheels()), "PIP_NO_INDEX": "1"}
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
@@ -38,7 +40,7 @@ def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.Comp
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     _run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(CHECKOUT)],
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(CHECKOUT)],
         dist,
     )
     [built] = dist.glob("phalanx-*.whl")

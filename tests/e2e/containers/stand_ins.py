@@ -98,7 +98,8 @@ class StandIn:
     removed: tuple[str, ...] = ()  # paths a package's scripts leave that the image must not have
 
     def key(self) -> str:
-        recipe = json.dumps([SUITE, *self.names, self.packages, self.files, self.links, self.changes])
+        """Names the root filesystem: what goes into it (the `changes` apply at import)."""
+        recipe = json.dumps([SUITE, *self.names, self.packages, self.files, self.links, self.removed])
         digest = hashlib.sha256(recipe.encode())
         if self.host_ca_bundle and HOST_CA_BUNDLE.exists():
             digest.update(HOST_CA_BUNDLE.read_bytes())
@@ -140,7 +141,6 @@ POSTGRES = StandIn(
         "ENV LANG=C.UTF-8",
         "ENV PGDATA=/var/lib/postgresql/data",
         "EXPOSE 5432",
-        "STOPSIGNAL SIGINT",
         'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]',
         'CMD ["postgres"]',
     ),
