@@ -27,22 +27,25 @@ WORKDIR /src
 # Only [project].dependencies, the core every service needs: never the `local` extra (the embedded
 # NATS and PostgreSQL servers and testcontainers that `phalanx up` uses) nor `dev`.
 # Every runtime dependency ships manylinux wheels for CPython 3.11, so no compiler is needed.
-# Then, to keep the image lean (docs/deploy.md): no pip or setuptools in the venv; no
-# `kubernetes.aio`, the sync client's own asyncio copy of the API, which nothing imports (the services
-# use kubernetes_asyncio); symbols stripped from shared objects; bytecode precompiled for all but the
-# sync `kubernetes` client, which only the CLI imports, never a service.
+# Then, to keep the image lean (docs/deploy.md): no `kubernetes.aio`, the sync client's own asyncio
+# copy of the API, which nothing imports (the services use kubernetes_asyncio); symbols stripped
+# from shared objects; bytecode precompiled here, in the cached layer, for all but the sync
+# `kubernetes` client, which only the CLI imports, never a service.
 COPY pyproject.toml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt \
  && pip install -q --no-compile --only-binary :all: -r requirements.txt \
  && site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
  && rm -rf "${site}/kubernetes/aio" \
- && find "${site}" -name '*.so' -exec strip --strip-unneeded {} +
+ && find "${site}" -name '*.so' -exec strip --strip-unneeded {} + \
+ && python -m compileall -q -x '/site-packages/kubernetes/' "${site}"
 COPY phalanx ./phalanx
 COPY shared ./shared
 COPY services ./services
+# The project itself, compiled on its own; pip and setuptools leave the venv (nothing runs them).
 RUN pip install -q --no-compile --no-deps . \
+ && site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
  && pip uninstall -q -y pip setuptools \
- && python -m compileall -q -x '/site-packages/kubernetes/' "${VIRTUAL_ENV}"
+ && python -m compileall -q "${site}/phalanx" "${site}/shared" "${site}/services"
 
 FROM ${PYTHON_IMAGE} AS runtime
 

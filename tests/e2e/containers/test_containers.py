@@ -5,8 +5,8 @@ tier's own (engine.py); the image built with BuildKit (by compose) and with the 
 `docker compose up --build --wait` with every published port moved off the host's own services; a
 Volcano Job applied through the simulator's published port runs to Completed; `phalanx events
 watch` on the host shows the scheduler's and the controller's decisions; the scheduler's process is
-killed, compose restarts it, and the next Job completes; `docker compose down -v`. Then integration
-tests run once with their NATS and PostgreSQL from testcontainers (Ryuk off) on the same engine.
+killed, compose restarts it, and the next Job completes; `docker compose down -v`.
+(test_testcontainers.py then runs integration tests with servers from testcontainers.)
 """
 
 from __future__ import annotations
@@ -35,13 +35,6 @@ REPO = Path(__file__).parents[3]
 BASE = "python:3.11-slim"
 MAX_MB_OVER_BASE = 200
 PROJECT = "phalanx-tier"
-# A few directories of integration tests, run through testcontainers: the bus, the schema and the
-# scheduler's loop against real servers in containers. (The whole integration suite runs in CI
-# against local processes; this proves the testcontainers path itself.)
-TESTCONTAINERS_SUBSET = (
-    "tests/integration/foundation/test_bus.py",
-    "tests/integration/foundation/test_migrations.py",
-)
 
 
 def _free_port() -> int:
@@ -244,39 +237,3 @@ def test_compose_restarts_a_killed_service_and_the_next_job_completes(
     started = time.monotonic()
     _run_job(_kube(stack["PHALANX_SIMULATOR_PORT"]), "hello-again")
     FIGURES.append(f"the next job: Completed in {time.monotonic() - started:.0f} s")
-
-
-def test_integration_tests_pass_with_servers_from_testcontainers(base_images: Engine) -> None:
-    since = base_images.docker("system", "info", "-f", "{{.SystemTime}}").stdout.strip()
-    env = {
-        key: value
-        for key, value in base_images.env.items()
-        if key
-        not in (
-            "PHALANX_TEST_NATS_URL",
-            "PHALANX_TEST_DATABASE_URL",
-            "PHALANX_NATS_URL",
-            "PHALANX_DATABASE_URL",
-        )
-    }
-    env["TESTCONTAINERS_RYUK_DISABLED"] = "true"
-    started = time.monotonic()
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *TESTCONTAINERS_SUBSET],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert ran.returncode == 0, ran.stdout[-5000:] + ran.stderr[-3000:]
-    FIGURES.append(
-        f"integration tests through testcontainers ({ran.stdout.strip().splitlines()[-1]}) "
-        f"in {time.monotonic() - started:.0f} s"
-    )
-    # The servers really came from the engine, as the stand-ins the tests name.
-    now = base_images.docker("system", "info", "-f", "{{.SystemTime}}").stdout.strip()
-    started_images = base_images.docker(
-        "events", "--since", since, "--until", now, "--filter", "event=start", "--format", "{{.From}}"
-    ).stdout.split()
-    assert {"nats:2.10", "postgres:16"} <= set(started_images), started_images
