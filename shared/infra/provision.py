@@ -9,6 +9,7 @@ a NATS server started here admits only the identities of shared.bus.permissions.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import socket
 from collections.abc import Callable
@@ -46,6 +47,9 @@ def _nothing() -> None:
 
 
 def docker_available() -> bool:
+    """True when a Docker engine answers and testcontainers (the `local` extra) is installed."""
+    if importlib.util.find_spec("testcontainers") is None:
+        return False
     host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     if host.startswith("unix://"):
         path = host.removeprefix("unix://")

@@ -1,7 +1,8 @@
 """The Dockerfile builds one lean, non-root image that the compose file and the charts can run.
 
-There is no Docker engine here, so the Dockerfile is read as a list of instructions (continuation
-lines joined) and checked for what the other artifacts assume: the stages, the non-root uid the
+The container tier (tests/e2e/containers) builds and runs it on a Docker engine; here, without one,
+the Dockerfile is read as a list of instructions (continuation lines joined) and checked for what
+the other artifacts assume: the stages, the non-root uid the
 charts declare, no dev dependencies, sources that exist and are not excluded by .dockerignore.
 """
 
@@ -75,6 +76,20 @@ def test_no_dev_dependencies_are_installed() -> None:
     for keyword, rest in instructions():
         if keyword == "RUN" and "pip install" in rest:
             assert "[dev]" not in rest
+            assert "[local]" not in rest
+
+
+def test_only_the_core_dependencies_are_installed() -> None:
+    """The requirements are [project].dependencies: the `local` extra's servers stay out of the image."""
+    runs = " ".join(rest for keyword, rest in instructions() if keyword == "RUN")
+    assert "['project']['dependencies']" in runs
+    assert "optional-dependencies" not in runs
+
+
+def test_no_frontend_is_fetched_from_a_registry() -> None:
+    """A `# syntax=` line makes BuildKit pull its frontend image; without one it builds offline."""
+    first = (REPO / "Dockerfile").read_text().splitlines()[0]
+    assert not re.match(r"#\s*syntax\s*=", first, re.I)
 
 
 def test_runs_as_the_non_root_uid_the_charts_declare() -> None:
