@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from services.scheduler.core.volumes import VolumeNeed
 from shared.domain.resources import ZERO, Resources
 
 EMPTY: Mapping[str, str] = {}
@@ -91,6 +92,8 @@ class TaskInfo:
     host_ports: tuple[HostPort, ...] = ()
     # The pod's raw spec.topologySpreadConstraints.
     spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    # What its PersistentVolumeClaims ask of a node (core/volumes.py), resolved by the shell.
+    volume_needs: tuple[VolumeNeed, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
