@@ -140,9 +140,12 @@ async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> No
     if (await session.execute(record.returning(tables.ResyncMarker.kind))).first() is None:
         return
     columns: Any = table.__table__.c
+    # storage_objects holds three kinds: a relist of one tombstones only its own.
+    same_kind = [columns.kind == marker.kind] if "kind" in columns else []
     await session.execute(
         update(table)
         .where(
+            *same_kind,
             columns.deleted.is_(False),
             columns.relist_id.is_distinct_from(marker.relist_id),
             columns.resource_version <= marker.resource_version,
@@ -158,4 +161,11 @@ def _next_change() -> Any:
 def _is_new_work(row: Row) -> bool:
     if row.table is tables.Pod:
         return not row.values.get("node_name") or row.values["deleted"]
-    return row.table in (tables.PodGroup, tables.Node, tables.Queue, tables.SchedulerConfig)
+    # A claim or volume changing may let a pod waiting on its volumes go.
+    return row.table in (
+        tables.PodGroup,
+        tables.Node,
+        tables.Queue,
+        tables.SchedulerConfig,
+        tables.StorageObject,
+    )

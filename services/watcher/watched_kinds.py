@@ -27,6 +27,10 @@ WATCHED: tuple[WatchedKind, ...] = (
             # For the PodGroups of their pods: group-min-member and scale-to-zero, as Volcano reads them.
             "ReplicaSet",
             "StatefulSet",
+            # Where pods' claims can bind: the scheduler's VolumeBinding filter.
+            "PersistentVolumeClaim",
+            "PersistentVolume",
+            "StorageClass",
         )
     ),
     # The scheduler's configuration (volcano-scheduler.conf), where Volcano keeps it.

@@ -136,6 +136,16 @@ class SchedulerConfig(_Projected, Base):
     conf: Mapped[str] = mapped_column(Text)
 
 
+class StorageObject(_Projected, Base):
+    """A PersistentVolumeClaim, PersistentVolume or StorageClass: the fields the VolumeBinding
+    filter reads (services/scheduler/core/volumes.py), keyed "Kind/namespace/name"."""
+
+    __tablename__ = "storage_objects"
+    key: Mapped[str] = mapped_column(String(520), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    fields: Mapped[dict[str, Any]]
+
+
 class ResyncMarker(Base):
     """The newest relist marker (`KindResynced`) applied per kind: an older one, redelivered late,
     must not tombstone the rows of a newer relist."""
@@ -299,6 +309,7 @@ OWNERS: dict[str, str] = {
     "pod_groups": "scheduler (ingest)",
     "pods": "scheduler (ingest)",
     "scheduler_config": "scheduler (ingest)",
+    "storage_objects": "scheduler (ingest)",
     "decisions": "scheduler (cycle; ingest marks them confirmed)",
     "gang_verdicts": "scheduler (cycle)",
     "scheduler_leader": "scheduler (leadership)",
