@@ -24,11 +24,12 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.scheduler.projection import TABLE_OF_KIND, Row, project
+from services.scheduler.storage_rows import STORAGE_KINDS
 from shared.messages.cluster import KindResynced, ObjectChanged
 from shared.messages.envelope import CloudEvent
 from shared.storage import tables
 
-INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap")
+INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap", *STORAGE_KINDS)
 # Any fixed number: the advisory lock that puts ingest transactions in the order of their numbers.
 INGEST_LOCK = 0x5048_414C_0015
 
