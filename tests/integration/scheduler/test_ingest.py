@@ -188,3 +188,32 @@ async def test_a_terminating_pod_is_releasing_in_the_snapshot_until_it_is_gone(e
         read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=ShellMemory())
     ((task,),) = [g.tasks for g in read.snapshot.gangs]
     assert (task.node, task.status) == ("n1", "Releasing")
+
+
+async def test_a_relist_of_volumes_leaves_claims_and_classes_alone(engine: AsyncEngine) -> None:
+    # Claims, volumes and StorageClasses share storage_objects: a relist of one kind tombstones
+    # only that kind's rows.
+    def storage(kind: str, name: str, version: int, namespace: str | None = None) -> CloudEvent[Any]:
+        meta = {"name": name, "uid": f"uid-{name}", "resourceVersion": str(version)}
+        return changed(kind, {"metadata": {**meta, **({"namespace": namespace} if namespace else {})}})
+
+    ingester = Ingester(make_sessions(engine), scheduler_names=["volcano"])
+    await ingester.handle(
+        [
+            storage("PersistentVolume", "pv-gone", 1),
+            storage("PersistentVolumeClaim", "data", 2, "default"),
+            storage("StorageClass", "local", 3),
+        ]
+    )
+    marker = new_event(
+        KindResynced(kind="PersistentVolume", relist_id="r1", resource_version=10), source="test"
+    )
+    await ingester.handle([marker])
+    async with engine.connect() as connection:
+        table = tables.StorageObject
+        deleted = dict((await connection.execute(select(table.key, table.deleted))).all())
+    assert deleted == {
+        "PersistentVolume//pv-gone": True,
+        "PersistentVolumeClaim/default/data": False,
+        "StorageClass//local": False,
+    }
