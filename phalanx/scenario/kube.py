@@ -31,6 +31,8 @@ KIND_API_VERSIONS: dict[str, str] = {
     "Node": "v1",
     "Event": "v1",
     "PersistentVolumeClaim": "v1",
+    "PersistentVolume": "v1",
+    "StorageClass": "storage.k8s.io/v1",
     "PriorityClass": "scheduling.k8s.io/v1",
     "NetworkPolicy": "networking.k8s.io/v1",
     "PodDisruptionBudget": "policy/v1",

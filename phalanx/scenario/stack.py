@@ -58,6 +58,8 @@ NAMESPACED_KINDS = (
     "PersistentVolumeClaim",
     "Event",
 )
+# Cluster-scoped storage a scenario may create (volumes with node affinity, their classes).
+CLUSTER_STORAGE_KINDS = ("PersistentVolume", "StorageClass")
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
@@ -133,6 +135,12 @@ class ExternalStack:
                 raise
             found += [(kind, *key_of(o)) for o in objects if key_of(o)[0] in user_namespaces]
         found += [("Node", None, key_of(o)[1]) for o in kube.list_objects("Node")]
+        for kind in CLUSTER_STORAGE_KINDS:
+            try:
+                found += [(kind, None, key_of(o)[1]) for o in kube.list_objects(kind)]
+            except KubeError as error:
+                if not error.not_found:
+                    raise
         found += [
             ("Queue", None, key_of(o)[1])
             for o in kube.list_objects("Queue")

@@ -24,11 +24,21 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.scheduler.projection import TABLE_OF_KIND, Row, project
+from services.scheduler.storage_rows import STORAGE_KINDS
 from shared.messages.cluster import KindResynced, ObjectChanged
 from shared.messages.envelope import CloudEvent
 from shared.storage import tables
 
-INGESTED_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "ConfigMap", "PodDisruptionBudget")
+INGESTED_KINDS = (
+    "Node",
+    "Queue",
+    "PriorityClass",
+    "PodGroup",
+    "Pod",
+    "ConfigMap",
+    "PodDisruptionBudget",
+    *STORAGE_KINDS,
+)
 # Any fixed number: the advisory lock that puts ingest transactions in the order of their numbers.
 INGEST_LOCK = 0x5048_414C_0015
 
@@ -140,9 +150,12 @@ async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> No
     if (await session.execute(record.returning(tables.ResyncMarker.kind))).first() is None:
         return
     columns: Any = table.__table__.c
+    # storage_objects holds three kinds: a relist of one tombstones only its own.
+    same_kind = [columns.kind == marker.kind] if "kind" in columns else []
     await session.execute(
         update(table)
         .where(
+            *same_kind,
             columns.deleted.is_(False),
             columns.relist_id.is_distinct_from(marker.relist_id),
             columns.resource_version <= marker.resource_version,
@@ -158,11 +171,13 @@ def _next_change() -> Any:
 def _is_new_work(row: Row) -> bool:
     if row.table is tables.Pod:
         return not row.values.get("node_name") or row.values["deleted"]
-    # A budget that allows more disruptions may let a waiting preemption go ahead.
+    # A budget that allows more disruptions may let a waiting preemption go ahead, and a claim or
+    # volume changing may let a pod waiting on its volumes go.
     return row.table in (
         tables.PodGroup,
         tables.Node,
         tables.Queue,
         tables.SchedulerConfig,
         tables.DisruptionBudget,
+        tables.StorageObject,
     )

@@ -56,6 +56,7 @@ _MIRRORED = (
     _Mirrored("nodes", tables.Node.__table__, "name", _not_deleted),
     _Mirrored("configs", tables.SchedulerConfig.__table__, "name", _not_deleted),
     _Mirrored("budgets", tables.DisruptionBudget.__table__, "uid", _not_deleted),
+    _Mirrored("storage", tables.StorageObject.__table__, "key", _not_deleted),
 )
 
 
@@ -71,6 +72,7 @@ class ClusterMirror:
     nodes: dict[str, Any] = field(default_factory=dict)
     configs: dict[str, Any] = field(default_factory=dict)
     budgets: dict[str, Any] = field(default_factory=dict)
+    storage: dict[str, Any] = field(default_factory=dict)  # claims, volumes, classes by key
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     changed_rows: int = 0  # rows the last catch-up read (for the cycle's metrics and logs)
 

@@ -9,7 +9,9 @@ row is unchanged:
 - `preemptable`: False when `volcano.sh/preemptable` (annotation, else label) says the pod may
   not be preempted or reclaimed; as Volcano reads it, a value that is not a boolean means false;
 - `preemptionPolicy`: "Never" when the pod (from its PriorityClass) may not preempt others;
-- `topologySpreadConstraints`: as the pod spec gives them (the PodTopologySpread filter).
+- `topologySpreadConstraints`: as the pod spec gives them (the PodTopologySpread filter);
+- `claims`: the PersistentVolumeClaims it mounts (the VolumeBinding filter; the reader resolves
+  them against `storage_objects` each cycle, since a claim binds without the pod changing).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from services.scheduler.core.config import parse_duration
 from services.scheduler.core.node_ports import host_ports_of
 from services.scheduler.core.snapshot import HostPort
+from services.scheduler.storage_rows import claim_names
 
 PREEMPTABLE = "volcano.sh/preemptable"
 # The sla plugin's per-job waiting time, on the PodGroup (Volcano also reads the legacy key).
@@ -45,6 +48,9 @@ def scheduling_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
         fields["topologySpreadConstraints"] = spread
     if spec.get("preemptionPolicy") == "Never":
         fields["preemptionPolicy"] = "Never"
+    claims = claim_names(spec)
+    if claims:
+        fields["claims"] = claims
     return fields
 
 

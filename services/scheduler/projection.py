@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.scheduler import pod_fields
+from services.scheduler.storage_rows import STORAGE_KINDS, storage_fields, storage_key
 from shared import tracing
 from shared.domain.resources import Resources, pod_requests
 from shared.messages.cluster import ObjectChanged
@@ -223,6 +224,15 @@ def _disruption_budget(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any
     }
 
 
+def _storage_object(kind: str) -> Any:
+    def build(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
+        meta = _meta(obj)
+        key = storage_key(kind, meta.get("namespace") or "", meta["name"])
+        return {"key": key, "kind": kind, "fields": storage_fields(kind, obj)}
+
+    return build
+
+
 _BUILDERS = {
     "Node": _node,
     "Queue": _queue,
@@ -231,6 +241,7 @@ _BUILDERS = {
     "Pod": _pod,
     "ConfigMap": _config_map,
     "PodDisruptionBudget": _disruption_budget,
+    **{kind: _storage_object(kind) for kind in STORAGE_KINDS},
 }
 _TABLES: dict[str, tuple[type[tables.Base], str]] = {
     "Node": (tables.Node, "name"),
@@ -240,5 +251,6 @@ _TABLES: dict[str, tuple[type[tables.Base], str]] = {
     "Pod": (tables.Pod, "uid"),
     "ConfigMap": (tables.SchedulerConfig, "name"),
     "PodDisruptionBudget": (tables.DisruptionBudget, "uid"),
+    **{kind: (tables.StorageObject, "key") for kind in STORAGE_KINDS},
 }
 TABLE_OF_KIND = {kind: table for kind, (table, _) in _TABLES.items()}

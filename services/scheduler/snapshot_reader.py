@@ -27,6 +27,7 @@ from services.scheduler.core import snapshot as core
 from services.scheduler.core.predicates import anti_affinity_terms
 from services.scheduler.mirror import ClusterMirror
 from services.scheduler.projection import RELEASING_PHASE
+from services.scheduler.storage_rows import StorageView, storage_view
 from shared.domain.resources import Resources
 from shared.storage import tables
 
@@ -119,6 +120,7 @@ async def read_snapshot(
         decisions=decision_rows,
         memory=memory,
         budgets=mirror.budgets.values(),
+        storage=mirror.storage.values(),
     )
     return ReadResult(snapshot, mirror.conf_text, mirror.verdicts)
 
@@ -135,6 +137,7 @@ def build_snapshot(
     decisions: Collection[Any],
     memory: ShellMemory,
     budgets: Collection[Any] = (),
+    storage: Collection[Any] = (),
 ) -> core.Snapshot:
     """The core's snapshot; objects built from unchanged rows are reused from `memory`."""
     binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
@@ -148,9 +151,15 @@ def build_snapshot(
 
     members: dict[tuple[str, str], list[core.TaskInfo]] = defaultdict(list)
     others: list[core.OtherPod] = []
+    volumes: StorageView | None = None
     for pod in pods:
         if pod.ours and pod.group_name:
             task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, pod, memory))
+            claims = (pod.placement or {}).get("claims")
+            if claims and not task.node:
+                # Resolved every cycle, not cached with the pod: a claim binds without it changing.
+                volumes = volumes or storage_view(storage)
+                task = replace(task, volume_needs=volumes.needs(pod.namespace, claims))
             members[(pod.namespace, pod.group_name)].append(
                 _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
             )

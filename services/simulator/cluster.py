@@ -30,6 +30,7 @@ from services.simulator.settings import SimulatorSettings
 from services.simulator.standin import Planner, StandIns
 from services.simulator.store import Store
 from services.simulator.training_operator import TrainingOperator
+from services.simulator.volumes import VolumeBinder
 from services.simulator.workloads import DeploymentController, ReplicaSetController, StatefulSetController
 
 
@@ -46,6 +47,7 @@ class Cluster:
     trace: PodTrace
     disruptions: DisruptionController
     stand_ins: StandIns
+    volumes: VolumeBinder
 
 
 def load_nodes(path: Path | None) -> list[NodeSpec]:
@@ -87,6 +89,8 @@ def build_cluster(
         TrainingOperator(),
     ]
     stand_ins = StandIns(store, operations, planners, clock)
+    # The PV controller and volume binder: claims bind to pre-created volumes.
+    volumes = VolumeBinder(store, operations)
     return Cluster(
         settings,
         store,
@@ -99,4 +103,5 @@ def build_cluster(
         trace,
         disruptions,
         stand_ins,
+        volumes,
     )

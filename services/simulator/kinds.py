@@ -47,6 +47,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "secrets", "Secret", True),
     Kind("", "v1", "events", "Event", True, ("ev",)),
     Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), True),
+    Kind("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), True),
+    Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
     Kind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",)),

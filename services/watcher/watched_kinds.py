@@ -29,6 +29,10 @@ WATCHED: tuple[WatchedKind, ...] = (
             "StatefulSet",
             # For the pdb plugin: which pods a preemption or reclaim may not take (disruptionsAllowed).
             "PodDisruptionBudget",
+            # Where pods' claims can bind: the scheduler's VolumeBinding filter.
+            "PersistentVolumeClaim",
+            "PersistentVolume",
+            "StorageClass",
         )
     ),
     # The scheduler's configuration (volcano-scheduler.conf), where Volcano keeps it.

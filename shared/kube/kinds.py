@@ -37,6 +37,8 @@ KINDS: dict[str, Kind] = {
         Kind("Secret", "v1", "secrets", True),
         Kind("Event", "v1", "events", True),
         Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
+        Kind("PersistentVolume", "v1", "persistentvolumes", False),
+        Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
         Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
         Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
         Kind("Lease", "coordination.k8s.io/v1", "leases", True),

@@ -1,9 +1,9 @@
 """The scheduling database schema: SQLAlchemy 2.0 models, the Alembic target metadata.
 
 One service writes each table (see `OWNERS` and migrations/README.md). The scheduler's ingester
-projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups`, `pods` and
-`disruption_budgets`; its cycle writes `decisions`, `gang_verdicts` and its outbox under a fenced
-leadership row. The controller keeps job lifecycle records, applied commands and its own outbox.
+projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups`, `pods`,
+`disruption_budgets` and `storage_objects`; its cycle writes `decisions`, `gang_verdicts` and its
+outbox under a fenced leadership row. The controller keeps job lifecycle records, applied commands and its own outbox.
 Resource amounts are JSON maps of integer milli-units (see shared.domain.resources).
 """
 
@@ -145,6 +145,16 @@ class DisruptionBudget(_Projected, Base):
     name: Mapped[str] = mapped_column(String(253))
     selector: Mapped[dict[str, Any] | None]  # spec.selector; null selects no pod
     disruptions_allowed: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class StorageObject(_Projected, Base):
+    """A PersistentVolumeClaim, PersistentVolume or StorageClass: the fields the VolumeBinding
+    filter reads (services/scheduler/core/volumes.py), keyed "Kind/namespace/name"."""
+
+    __tablename__ = "storage_objects"
+    key: Mapped[str] = mapped_column(String(520), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    fields: Mapped[dict[str, Any]]
 
 
 class ResyncMarker(Base):
@@ -311,6 +321,7 @@ OWNERS: dict[str, str] = {
     "pod_groups": "scheduler (ingest)",
     "pods": "scheduler (ingest)",
     "scheduler_config": "scheduler (ingest)",
+    "storage_objects": "scheduler (ingest)",
     "decisions": "scheduler (cycle; ingest marks them confirmed)",
     "gang_verdicts": "scheduler (cycle)",
     "scheduler_leader": "scheduler (leadership)",

@@ -50,9 +50,11 @@ class Shape:
 
 
 def static_key(task: TaskInfo) -> Hashable:
-    if not task.node_selector and not task.affinity and not task.tolerations:
+    if not task.node_selector and not task.affinity and not task.tolerations and not task.volume_needs:
         return None
-    return json.dumps([task.node_selector, task.affinity, task.tolerations], sort_keys=True, default=str)
+    return json.dumps(
+        [task.node_selector, task.affinity, task.tolerations, task.volume_needs], sort_keys=True, default=repr
+    )
 
 
 class Placer:

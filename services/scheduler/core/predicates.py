@@ -14,6 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.scheduler.core.snapshot import NodeInfo, TaskInfo
+from services.scheduler.core.volumes import (
+    NO_VOLUME_TO_BIND,
+    UNBOUND_IMMEDIATE,
+    VOLUME_NODE_CONFLICT,
+    volume_failure,
+)
 
 NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -31,6 +37,9 @@ STRUCTURED_REASONS = {
     EXISTING_ANTI_AFFINITY: "PodAntiAffinityConflict",
     POD_NUMBER_EXCEEDED: "TooManyPods",
     "node(s) didn't have free ports for the requested pod ports": "HostPortConflict",
+    VOLUME_NODE_CONFLICT: "VolumeNodeAffinityConflict",
+    NO_VOLUME_TO_BIND: "VolumeBindConflict",
+    UNBOUND_IMMEDIATE: "UnboundImmediateVolumeClaim",
 }
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -70,6 +79,8 @@ def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) ->
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(task.tolerations, taint):
                 key, value = taint.get("key"), taint.get("value", "")
                 return f"node(s) had untolerated taint {{{key}: {value}}}"
+    if task.volume_needs:
+        return volume_failure(task.volume_needs, lambda term: _node_term_matches(term, node))
     return None
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from services.scheduler.core.volumes import VolumeNeed
 from shared.domain.resources import ZERO, Resources
 
 EMPTY: Mapping[str, str] = {}
@@ -94,6 +95,8 @@ class TaskInfo:
     # Releasing only because an eviction decided earlier is still pending: the pod is not yet
     # terminating, so PodDisruptionBudget statuses do not count it yet (the pdb plugin does).
     eviction_pending: bool = False
+    # What its PersistentVolumeClaims ask of a node (core/volumes.py), resolved by the shell.
+    volume_needs: tuple[VolumeNeed, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,3 +218,32 @@ async def test_a_disruption_budget_reaches_the_snapshot_and_follows_its_status(e
     assert await budgets() == [("ml", "keep", {"matchLabels": {"app": "db"}}, 0)]
     await ingester.handle([changed("PodDisruptionBudget", budget(5, allowed=0), "DELETED")])
     assert await budgets() == []
+
+
+async def test_a_relist_of_volumes_leaves_claims_and_classes_alone(engine: AsyncEngine) -> None:
+    # Claims, volumes and StorageClasses share storage_objects: a relist of one kind tombstones
+    # only that kind's rows.
+    def storage(kind: str, name: str, version: int, namespace: str | None = None) -> CloudEvent[Any]:
+        meta = {"name": name, "uid": f"uid-{name}", "resourceVersion": str(version)}
+        return changed(kind, {"metadata": {**meta, **({"namespace": namespace} if namespace else {})}})
+
+    ingester = Ingester(make_sessions(engine), scheduler_names=["volcano"])
+    await ingester.handle(
+        [
+            storage("PersistentVolume", "pv-gone", 1),
+            storage("PersistentVolumeClaim", "data", 2, "default"),
+            storage("StorageClass", "local", 3),
+        ]
+    )
+    marker = new_event(
+        KindResynced(kind="PersistentVolume", relist_id="r1", resource_version=10), source="test"
+    )
+    await ingester.handle([marker])
+    async with engine.connect() as connection:
+        table = tables.StorageObject
+        deleted = dict((await connection.execute(select(table.key, table.deleted))).all())
+    assert deleted == {
+        "PersistentVolume//pv-gone": True,
+        "PersistentVolumeClaim/default/data": False,
+        "StorageClass//local": False,
+    }

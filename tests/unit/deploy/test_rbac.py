@@ -48,7 +48,8 @@ def expand(namespace: str, group: str, resources: str, verbs: tuple[str, ...]) -
 
 
 WATCHER = (
-    expand(CLUSTER, "", "nodes pods", READ)
+    expand(CLUSTER, "", "nodes pods persistentvolumes persistentvolumeclaims", READ)
+    | expand(CLUSTER, "storage.k8s.io", "storageclasses", READ)
     | expand(CLUSTER, "scheduling.k8s.io", "priorityclasses", READ)
     | expand(CLUSTER, "apps", "replicasets statefulsets", READ)
     | expand(CLUSTER, "policy", "poddisruptionbudgets", READ)
