@@ -3,8 +3,8 @@
 One service writes each table (see `OWNERS` and migrations/README.md). The scheduler's ingester
 projects cluster objects into `queues`, `nodes`, `priority_classes`, `pod_groups`, `pods`,
 `disruption_budgets` and `storage_objects`; its cycle writes `decisions`, `gang_verdicts` and its
-outbox under a fenced leadership row. The controller keeps job lifecycle records, applied commands and its own outbox.
-Resource amounts are JSON maps of integer milli-units (see shared.domain.resources).
+outbox under a fenced leadership row. The controller keeps job lifecycle records, applied commands
+and its own outbox. Resource amounts are JSON maps of integer milli-units (see shared.domain.resources).
 """
 
 from __future__ import annotations
