@@ -16,4 +16,4 @@ fi
 .venv/bin/mypy
 # The import contracts in pyproject.toml: layers, independent services, pure cores free of I/O.
 .venv/bin/lint-imports
-exec .venv/bin/pytest -q "$@"
+exec .venv/bin/pytest -q --durations=25 "$@"

@@ -122,28 +122,25 @@ def _install_docker_io() -> None:
 
 def _start_dockerd(root: Path) -> subprocess.Popen[bytes]:
     socket_path = root / "docker.sock"
-    log = (root / "dockerd.log").open("wb")
-    process = subprocess.Popen(
-        [
-            "dockerd",
-            "--host",
-            f"unix://{socket_path}",
-            "--data-root",
-            str(root / "data"),
-            "--exec-root",
-            str(root / "exec"),
-            "--pidfile",
-            str(root / "dockerd.pid"),
-            # Published ports on loopback only (testcontainers publishes without an address).
-            "--ip",
-            "127.0.0.1",
-            "--storage-driver",
-            "overlay2",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    command = [
+        "dockerd",
+        "--host",
+        f"unix://{socket_path}",
+        "--data-root",
+        str(root / "data"),
+        "--exec-root",
+        str(root / "exec"),
+        "--pidfile",
+        str(root / "dockerd.pid"),
+        # Published ports on loopback only (testcontainers publishes without an address).
+        "--ip",
+        "127.0.0.1",
+        "--storage-driver",
+        "overlay2",
+    ]
+    # dockerd writes to its own copy of the descriptor, so ours is closed once it has started.
+    with (root / "dockerd.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
