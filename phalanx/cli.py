@@ -23,6 +23,7 @@ from rich.console import Console
 
 from phalanx.chaos.command import register as register_chaos
 from phalanx.help_format import hide_flag_types
+from phalanx.replay.command import register as register_replay
 from phalanx.vcctl.app import register as register_vcctl
 from shared.infra import local
 
@@ -36,6 +37,7 @@ infra = typer.Typer(
 app.add_typer(infra, name="infra")
 register_vcctl(app)
 register_chaos(app)
+register_replay(app)
 console = Console(soft_wrap=True)
 
 STATE_DIR = typer.Option(Path(".phalanx"), "--state-dir", help="Where state, logs and pids live.")
@@ -91,19 +93,51 @@ def up(
     detach: bool = typer.Option(False, "--detach", "-d", help="Return once everything is ready."),
     nodes: Path = typer.Option(None, "--nodes", help="A YAML list of simulated nodes (default: 4 nodes)."),
     scheduler_conf: Path = typer.Option(None, "--scheduler-conf", help="A volcano-scheduler.conf file."),
+    scale: list[str] = typer.Option(
+        [],
+        "--scale",
+        help="NAME=COUNT, repeatable, as in docker compose: controller=3 runs three controller "
+        "replicas sharing the jobs by shard, watcher=2 and scheduler=2 a standby each; nats=3 runs "
+        "a cluster of three NATS servers with every stream replicated three ways; admission=2 runs "
+        "two webhook replicas behind one registration, sharing one certificate (docs/scaling.md).",
+    ),
+    topology: str = typer.Option(
+        None,
+        "--topology",
+        help="Racks and spines over the nodes, as HyperNodes: e.g. nodes=64,racks=16,spines=4 "
+        "(docs/topology.md).",
+    ),
 ) -> None:
     """Run the whole system on embedded defaults: NATS, PostgreSQL, the simulator, the services."""
     import signal
     import time
 
     from phalanx import next_steps, progress
+    from phalanx import scale as scaling
     from phalanx import stack as stacks
+    from phalanx import topology as topologies
+
+    try:
+        counts = scaling.parse(scale)
+    except scaling.ScaleError as error:
+        console.print(f"[red]{error}[/red]")
+        raise typer.Exit(2) from None
 
     here = next_steps.caller_dir()
+    try:
+        spec = topologies.parse_topology(topology) if topology else None
+        if spec is not None:
+            nodes = topologies.write_nodes_file(spec, nodes, state_dir)
+    except topologies.TopologyError as error:
+        raise typer.BadParameter(str(error), param_hint="--topology") from None
     console.print("Starting NATS, PostgreSQL, the simulated cluster, the four services and the web console:")
     try:
         with progress.shown(console) as steps:
-            running = stacks.up(state_dir, nodes_file=nodes, scheduler_conf=scheduler_conf, steps=steps)
+            running = stacks.up(
+                state_dir, nodes_file=nodes, scheduler_conf=scheduler_conf, steps=steps, scale=counts
+            )
+        if spec is not None:
+            topologies.enable_discovery(spec, Path(running.kubeconfig), running.simulator_url)
     except RuntimeError as error:
         console.print(f"[red]could not start:[/red] {error}")
         stacks.down(state_dir)
@@ -125,6 +159,23 @@ def up(
     finally:
         console.print("stopping ...")
         console.print(f"stopped: {', '.join(stacks.down(state_dir))}")
+
+
+@app.command()
+def status(state_dir: Path = STATE_DIR) -> None:
+    """Every process `phalanx up` started, each replica on its own line: pid, health, log."""
+    from phalanx import stack as stacks
+    from phalanx import stack_status
+
+    running = stacks.Stack.load(state_dir.resolve())
+    if running is None:
+        console.print("nothing is running (no stack.json in the state folder)")
+        raise typer.Exit(1)
+    for process, health in stack_status.status(running):
+        port = f"health :{process.health_port}" if process.health_port else "no health port"
+        console.print(
+            f"{process.name:<14} pid {process.pid:<8} {port:<18} {health:<12} log {process.log_path}"
+        )
 
 
 @app.command()
@@ -268,7 +319,9 @@ def events_watch(
 @app.command()
 def bench(
     names: list[str] = typer.Argument(
-        ..., help="Scenarios: s1, s2, s2-10000x1, s2-500x20, s2-20x500, s2-contended."
+        ...,
+        help="Scenarios: s1, s2, s2-10000x1, s2-500x20, s2-20x500, s2-contended, topo, topo-flat, "
+        "topo-nobinpack.",
     ),
     qps: float = typer.Option(
         None, "--qps", min=1, help="The simulated API's write limit (e.g. 5000); default none."

@@ -99,6 +99,8 @@ def what_changed(data: Mapping[str, Any]) -> str:
         return f"enqueued in queue {details.get('queue', '?')}: Pending → Inqueue"
     if action in ("placed", "bound") and isinstance(details.get("pods"), Mapping):
         text = f"{len(details['pods'])} pods on {_by_node(details['pods'])}"
+        if details.get("enqueued"):  # admitted and placed in one cycle: one event says both
+            text = f"enqueued in queue {details.get('queue', '?')} and placed: {text}"
         refused = details.get("refused")
         if isinstance(refused, Mapping) and refused:
             text += "; refused: " + ", ".join(f"{pod} ({why})" for pod, why in refused.items())

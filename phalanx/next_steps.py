@@ -61,7 +61,7 @@ def ready_text(stack: Stack, state_dir: Path, *, detached: bool, here: Path) -> 
     # Where Prometheus scrapes each service (docs/observability.md).
     scraped = [p for p in stack.processes if p.name != "simulator" and p.health_port]
     metrics = "".join(
-        f"  {'metrics' if i == 0 else '':<21}{p.name:<11}http://127.0.0.1:{p.health_port}/metrics\n"
+        f"  {'metrics' if i == 0 else '':<21}{p.name + ' ':<12}http://127.0.0.1:{p.health_port}/metrics\n"
         for i, p in enumerate(scraped)
     )
     return f"""

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,14 +26,17 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from phalanx.progress import Silent, Steps
+from phalanx.scale import replica_names
 from shared.bus import bootstrap, permissions
-from shared.bus.nats import Bus
+from shared.bus.nats import NatsBus
 from shared.config import NatsSettings
 from shared.infra import local, provision
 from shared.storage import migrate, roles
 from shared.storage.tables import metadata
 
 SERVICES = ("watcher", "scheduler", "controller", "admission")
+# The Secret in the simulated cluster that admission replicas keep their TLS material in.
+ADMISSION_CERT_SECRET = "phalanx-admission-tls"
 READY_TIMEOUT = 90.0
 
 
@@ -44,6 +47,11 @@ class Process:
     log_path: str
     health_port: int
     env: dict[str, str]
+    service: str = ""  # the service it runs (`services.<service>`); "" means the same as `name`
+
+    @property
+    def module(self) -> str:
+        return self.service or self.name
 
 
 @dataclass
@@ -78,6 +86,10 @@ class Stack:
     def process(self, name: str) -> Process:
         return next(p for p in self.processes if p.name == name)
 
+    def replicas(self, service: str) -> list[Process]:
+        """Every process of `service`, in the order started (replica 0 first)."""
+        return [p for p in self.processes if p.module == service]
+
 
 def up(
     state_dir: Path,
@@ -87,8 +99,12 @@ def up(
     simulator_args: Sequence[str] = (),
     durable_postgres: bool = True,
     steps: Steps | None = None,
+    scale: Mapping[str, int] | None = None,
 ) -> Stack:
+    """`scale` (phalanx.scale.parse): how many NATS servers (a routed cluster) and admission
+    replicas (behind the one webhook registration) to start; one of each when not given."""
     steps = steps or Silent()
+    scale = scale or {}
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if (existing := Stack.load(state_dir)) and all(local.is_alive(p.pid) for p in existing.processes):
@@ -96,8 +112,9 @@ def up(
     logs = state_dir / "logs"
     logs.mkdir(exist_ok=True)
     started_infra: list[str] = []
-    steps.step("NATS (JetStream)")
-    nats = provision.provide_nats(state_dir)
+    nats_servers = scale.get("nats", 1)
+    steps.step("NATS (JetStream)" if nats_servers == 1 else f"NATS (JetStream), a cluster of {nats_servers}")
+    nats = provision.provide_nats(state_dir, size=nats_servers)
     steps.step("PostgreSQL")
     postgres = provision.provide_postgres(state_dir, durable=durable_postgres)
     for name, provided in (("nats", nats), ("postgres", postgres)):
@@ -108,10 +125,14 @@ def up(
     # Migrations run as their own role, which owns the tables; the streams are made by the NATS
     # bootstrap identity, since the services' own may only look them up (docs/security.md).
     owner_url, bootstrap_url = postgres.url_as(roles.MIGRATOR), nats.url_as(permissions.BOOTSTRAP)
-    migrate.upgrade(owner_url)
-    # The simulated cluster starts empty, so whatever the streams and tables hold from an earlier
-    # run describes a cluster that no longer exists.
-    asyncio.run(forget_previous_cluster(bootstrap_url, owner_url))
+    try:
+        migrate.upgrade(owner_url)
+        # The simulated cluster starts empty, so whatever the streams and tables hold from an
+        # earlier run describes a cluster that no longer exists.
+        asyncio.run(forget_previous_cluster(bootstrap_url, owner_url))
+    except BaseException:
+        down(state_dir)  # the servers just started must not outlive a start that failed here
+        raise
 
     kubeconfig = state_dir / "kubeconfig"
     kubeconfig.unlink(missing_ok=True)
@@ -135,10 +156,17 @@ def up(
         _wait_for_url(f"{stack.simulator_url}/version", stack.processes[-1])
         for name in SERVICES:
             env = _service_env(name, nats, postgres)
-            stack.processes.append(_spawn_service(name, stack, env, logs, scheduler_conf=scheduler_conf))
+            for index, replica in enumerate(replica_names(name, scale.get(name, 1))):
+                # Each replica's number (`<SERVICE>_REPLICA`) names its durables and lease identity.
+                numbered = {**env, f"{name.upper()}_REPLICA": str(index)}
+                stack.processes.append(
+                    _spawn_service(
+                        name, stack, numbered, logs, scheduler_conf=scheduler_conf, replica=replica
+                    )
+                )
         stack.processes.append(_spawn_console(stack, nats, postgres, logs))
         stack.save()
-        steps.step(f"the services: {', '.join(SERVICES)}", total=len(SERVICES))
+        steps.step(f"the services: {', '.join(SERVICES)}", total=len(stack.processes) - 1)
         for ready, process in enumerate(stack.processes[1:], start=1):
             _wait_for_url(f"http://127.0.0.1:{process.health_port}/readyz", process)
             steps.count(ready)
@@ -151,7 +179,7 @@ def up(
 
 async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
     """Empty streams and tables; `nats_url` must be allowed to delete and create streams."""
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-up")
+    bus = await NatsBus.connect(NatsSettings(url=nats_url), name="phalanx-up")
     try:
         for info in await bus.js.streams_info():
             if info.config.name:
@@ -170,9 +198,10 @@ async def forget_previous_cluster(nats_url: str, database_url: str) -> None:
 def _record_local_infra(state_dir: Path, nats: provision.Provided, postgres: provision.Provided) -> None:
     """Local servers are stopped by `down`, so their pids go where `infra down` looks for them."""
     servers = [
-        provided.server
+        server
         for provided in (nats, postgres)
-        if provided.how == "local process" and provided.server is not None
+        if provided.how == "local process"
+        for server in (provided.servers or ([provided.server] if provided.server else []))
     ]
     if servers:
         local.save(state_dir, servers)
@@ -193,24 +222,47 @@ def _service_env(name: str, nats: provision.Provided, postgres: provision.Provid
 
 
 def _spawn_service(
-    name: str, stack: Stack, env: dict[str, str], logs: Path, *, scheduler_conf: Path | None
+    name: str,
+    stack: Stack,
+    env: dict[str, str],
+    logs: Path,
+    *,
+    scheduler_conf: Path | None,
+    replica: str | None = None,
 ) -> Process:
     health_port = local.free_port()
     prefix = name.upper()
     env = {**env, f"{prefix}_HEALTH_PORT": str(health_port), f"{prefix}_LOG__FORMAT": "json"}
     if name != "scheduler":
         env[f"{prefix}_KUBECONFIG"] = stack.kubeconfig
+    replica = replica or name
     if name == "admission":
-        port = local.free_port()
-        env |= {
-            "ADMISSION_PORT": str(port),
-            "ADMISSION_HOST": "127.0.0.1",
-            "ADMISSION_WEBHOOK_URL": f"https://127.0.0.1:{port}",
-            "ADMISSION_CERT_DIR": str(Path(stack.state_dir) / "admission-certs"),
-        }
+        env |= _admission_env(stack, replica)
     if name == "scheduler" and scheduler_conf:
         env["SCHEDULER_CONF_FILE"] = str(scheduler_conf)
-    return _spawn(name, [], env, logs, health_port=health_port)
+    return _spawn(replica, [], env, logs, health_port=health_port, service=name)
+
+
+def _admission_env(stack: Stack, replica: str) -> dict[str, str]:
+    """Every replica listens on the one webhook port (SO_REUSEPORT: the kernel spreads the API
+    server's connections, as a Service would) and serves the CA and certificate they keep in one
+    Secret; the first replica's port is the one the webhook registration names."""
+    port = (
+        next(
+            (int(p.env["ADMISSION_PORT"]) for p in stack.processes if p.env.get("ADMISSION_PORT")),
+            None,
+        )
+        or local.free_port()
+    )
+    return {
+        "ADMISSION_PORT": str(port),
+        "ADMISSION_HOST": "127.0.0.1",
+        "ADMISSION_REUSE_PORT": "true",
+        "ADMISSION_WEBHOOK_URL": f"https://127.0.0.1:{port}",
+        "ADMISSION_CERT_DIR": str(Path(stack.state_dir) / f"{replica}-certs"),
+        "ADMISSION_CERT_SECRET": ADMISSION_CERT_SECRET,
+        "ADMISSION_CERT_SECRET_NAMESPACE": "kube-system",
+    }
 
 
 def _spawn_console(
@@ -233,18 +285,23 @@ def _spawn_console(
     return _spawn("console", [], env, logs, health_port=health_port)
 
 
-def _spawn(name: str, args: list[str], env: dict[str, str], logs: Path, *, health_port: int) -> Process:
+def _spawn(
+    name: str, args: list[str], env: dict[str, str], logs: Path, *, health_port: int, service: str = ""
+) -> Process:
+    """Start `services.<service>` (default: `name`) as the process `name`, logging to `<name>.log`."""
     log_path = logs / f"{name}.log"
+    module = f"services.{service or name}"
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", f"services.{name}", *args],
+            [sys.executable, "-m", module, *args],
             env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return Process(name, process.pid, str(log_path), health_port, env)
+    replica_of = "" if service in ("", name) else service
+    return Process(name, process.pid, str(log_path), health_port, env, replica_of)
 
 
 def _wait_for_url(url: str, process: Process, timeout: float = READY_TIMEOUT) -> None:
@@ -307,7 +364,7 @@ def restart(stack: Stack, name: str, *, kill: bool = True) -> Process:
     logs = Path(old.log_path).parent
     if name == "simulator":
         raise ValueError("the simulator holds the cluster's state; restarting it would lose the cluster")
-    new = _spawn(name, [], old.env, logs, health_port=old.health_port)
+    new = _spawn(name, [], old.env, logs, health_port=old.health_port, service=old.service)
     stack.processes[stack.processes.index(old)] = new
     stack.save()
     _wait_for_url(f"http://127.0.0.1:{new.health_port}/readyz", new)

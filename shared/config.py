@@ -15,7 +15,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class NatsSettings(BaseModel):
-    url: str = Field("nats://127.0.0.1:4222", description="NATS server URL (JetStream enabled).")
+    url: str = Field(
+        "nats://127.0.0.1:4222",
+        description="NATS server URL (JetStream enabled); a cluster's members comma-separated "
+        "(nats://a:4222,nats://b:4222,nats://c:4222), any of which may be down.",
+    )
     # Credentials: a user and password (also accepted inside the URL), or a .creds file (JWT and
     # nkey). None of them is needed by a server without authorization; docs/security.md lists what
     # each service's identity must be allowed (shared/bus/permissions.py).
@@ -42,9 +46,26 @@ class NatsSettings(BaseModel):
         24, gt=0, description="How long CLUSTER, JOBS, DECISIONS and DEADLETTER keep messages."
     )
     stream_max_bytes: int = Field(1 << 30, gt=0, description="Size cap of each of those streams.")
+    stream_replicas: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="Copies JetStream keeps of each stream, on different servers; 0 means one per "
+        "server URL given, at most 3 (a cluster behind one address names its size here).",
+    )
     max_msgs_per_object: int = Field(
         64, ge=2, description="Messages kept per object (subject), so relists cannot grow a stream."
     )
+
+    @property
+    def servers(self) -> list[str]:
+        """Each server URL of `url` (one, or a cluster's members)."""
+        return [part.strip() for part in self.url.split(",") if part.strip()]
+
+    @property
+    def replicas(self) -> int:
+        """How many copies of each stream to ask for (`stream_replicas`, or the servers given)."""
+        return self.stream_replicas or min(len(self.servers), 3)
 
 
 class PostgresSettings(BaseModel):
@@ -68,10 +89,16 @@ class LogSettings(BaseModel):
     format: Literal["json", "console"] = "console"
 
 
-class ServiceSettings(BaseSettings):
-    """Base for every service's settings; nested fields use `__` (PREFIX_NATS__URL)."""
+class SettingsBase(BaseSettings):
+    """Base of every component's settings: one environment prefix, nested fields with `__`, unknown
+    fields refused. The simulator derives from it directly: it is the Kubernetes API, not a client of
+    NATS or PostgreSQL."""
 
     model_config = SettingsConfigDict(env_nested_delimiter="__", extra="forbid")
+
+
+class ServiceSettings(SettingsBase):
+    """Base for every service's settings; nested fields use `__` (PREFIX_NATS__URL)."""
 
     nats: NatsSettings = NatsSettings()
     postgres: PostgresSettings = PostgresSettings()

@@ -6,10 +6,14 @@ named point, `crash` kills the process at once (SIGKILL: no cleanup, as a machin
 `sleep(S)` pauses S seconds, `error` raises `FailpointError`; the optional `:N` fires it the first
 N times only (every time without it). With the variable unset, `hit` costs one dictionary lookup.
 
-Points: `sched.after_decide_commit` (decisions committed, not yet published),
+Points: `sched.inside_fenced_commit` (the leader row fenced, the decisions not yet written; an
+idle cycle's fence too),
+`sched.after_decide_commit` (decisions committed, not yet published),
+`sched.after_ingest_batch` (a batch of cluster events ingested; a sleep here is a lagging ingest),
 `relay.after_publish_before_mark` (outbox published, not yet marked sent),
 `ctl.mid_bind_batch` (before each bind of a gang but its first), `ctl.after_pod_create_before_status` (a job's
-pods created, its status not yet written), `watcher.after_publish_before_watch` (a relist
+pods created, its status not yet written), `ctl.after_ssh_secret_create` (the ssh plugin's Secret
+created, the job's status not yet written), `watcher.after_publish_before_watch` (a relist
 published, the watch not yet started), `admission.before_response` (a review decided, not yet
 answered).
 """

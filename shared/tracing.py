@@ -26,9 +26,10 @@ from typing import Any
 
 import structlog
 
+from shared.volcano.keys import TRACEPARENT as TRACEPARENT_ANNOTATION
+
 log = structlog.get_logger()
 
-TRACEPARENT_ANNOTATION = "phalanx.io/traceparent"
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 

@@ -8,22 +8,35 @@ that needs NATS starts from a server with no streams.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import nats
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from shared.bus import permissions
 from shared.infra import local, provision
 from shared.storage import migrate, roles
 
-TEMPLATE = "phalanx_template"
+# One per xdist worker (gw0, gw1...): workers may share a server given by PHALANX_TEST_DATABASE_URL.
+TEMPLATE = "phalanx_template" + (
+    f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else ""
+)
 
 LAYERS = ("unit", "integration", "e2e")
+
+# Each xdist worker listens on ports of its own, below the kernel's ephemeral range (see
+# shared/infra/local.py): its servers and stacks inherit the range through the environment.
+if "PYTEST_XDIST_WORKER" in os.environ and local.PORT_RANGE_ENV not in os.environ:
+    _worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw") or 0)
+    if _worker < 6:  # 20000 + 6 * 2000 reaches the ephemeral ports (32768 and up)
+        os.environ[local.PORT_RANGE_ENV] = f"{20000 + _worker * 2000}-{21999 + _worker * 2000}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -36,6 +49,67 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "every test file declares its layer (pytestmark = pytest.mark.unit|integration|e2e); "
             f"these do not: {', '.join(unmarked)}"
         )
+    if hasattr(config, "workerinput"):  # an xdist worker: it collects, the controller deals out
+        items.sort(key=_longest_first)  # stable: the collection's order otherwise
+
+
+# Under pytest-xdist with `--dist loadscope` (scripts/test.sh), what one worker runs together (a
+# scope): the container tier's two files share its Docker engine (package fixtures); every other
+# integration or e2e file keeps its module fixtures (a simulator, a stack of its own) on one worker,
+# so they start once, not once per worker; unit tests are dealt out one by one. (xdist's own
+# `loadgroup` cannot express this under pytest 9: the group suffix it writes to a test's id is lost.)
+ONE_WORKER_PACKAGES = ("tests/e2e/containers/",)
+# Started first, being the longest (figures in tests/README.md): a long file dealt out last would
+# leave the other workers idle while it runs alone. xdist keeps the order with --no-loadscope-reorder.
+LONGEST_FIRST = (
+    "tests/e2e/containers/",
+    "tests/e2e/test_quickstart.py",
+)
+
+
+def _longest_first(item: pytest.Item) -> int:
+    return next(
+        (i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST)
+    )
+
+
+def scope_of(nodeid: str) -> str:
+    file = nodeid.split("::")[0]
+    if file.startswith("tests/unit/"):
+        return nodeid
+    return next((package for package in ONE_WORKER_PACKAGES if file.startswith(package)), file)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's controller: with `--dist loadscope`, the scopes are those of `scope_of`."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ByScope(config, log)
+
+
+# Summaries that xdist workers handed back (tests/e2e/containers/conftest.py): title -> lines.
+WORKER_SUMMARIES: dict[str, list[str]] = {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller, as a worker finishes: keep what it measured for the end of the run."""
+    for title, lines in getattr(node, "workeroutput", {}).get("summaries", {}).items():
+        WORKER_SUMMARIES.setdefault(title, []).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for title, lines in WORKER_SUMMARIES.items():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -109,6 +183,14 @@ async def database_url(postgres_server: str, migrated_template: str) -> AsyncIte
     """A new database with the schema at head, cloned from the template."""
     async with _Database(postgres_server, template=migrated_template) as url:
         yield url
+
+
+@pytest.fixture
+async def migrated_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on a new database with the schema at head, as its owner."""
+    engine = create_async_engine(database_url)
+    yield engine
+    await engine.dispose()
 
 
 class _Database:

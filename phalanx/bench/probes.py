@@ -77,7 +77,7 @@ def peak_rss_mib(pid: int) -> float | None:
 
 async def jetstream_messages(nats_url: str) -> dict[str, int]:
     """Messages ever stored per stream (the last sequence), so deletions by limits don't hide any."""
-    client = await nats.connect(nats_url)
+    client = await nats.connect(nats_url.split(","))  # one server, or every member of a cluster
     try:
         streams = await client.jetstream().streams_info()
         return {s.config.name or "?": s.state.last_seq for s in streams}
@@ -117,8 +117,11 @@ SERVICE_SERIES = (
     ("scheduler", "volcano_e2e_scheduling_latency_milliseconds_count"),
     ("scheduler", "volcano_e2e_scheduling_latency_milliseconds_sum"),
     ("scheduler", "phalanx_scheduler_placed_pods_total"),
+    ("scheduler", "phalanx_scheduler_backlog_probes_total"),
     ("controller", "phalanx_kube_api_request_duration_seconds_count"),
     ("controller", "phalanx_kube_api_request_duration_seconds_sum"),
+    ("controller", "phalanx_controller_events_dropped_total"),
+    ("admission", "phalanx_admission_reviews_total"),
 )
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{.*\})? (\S+)$")
 

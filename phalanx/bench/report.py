@@ -7,8 +7,10 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+from phalanx.bench import breakdown
 from phalanx.bench.figures import Spread
 from phalanx.bench.runner import Result
+from phalanx.bench.topology import lines as topology_lines
 
 SERVICES = ("simulator", "watcher", "admission", "controller", "scheduler", "nats", "postgres")
 
@@ -75,6 +77,8 @@ def render(result: Result, *, when: datetime | None = None) -> str:
             f"| within a gang, first → last bind, p50 / p90 / p99 / max | {_spread(f.gang_bind_spread)} s |"
         )
     lines += _ceiling_lines(result)
+    if result.placement is not None and scenario.topology is not None:
+        lines += topology_lines(result.placement, scenario.topology)
     lines += [
         "",
         "## Cost per bound pod",
@@ -109,6 +113,7 @@ def render(result: Result, *, when: datetime | None = None) -> str:
         ),
         "",
     ]
+    lines += breakdown.report_lines(result.writes, pods)
     lines += service_metrics_lines(result.service_metrics)
     if result.notes:
         lines += ["## Notes", "", *(f"- {note}" for note in result.notes), ""]
@@ -157,9 +162,15 @@ def service_metrics_lines(read: dict[str, float]) -> list[str]:
         f"| mean cycle | {_num(cycle_ms / cycles if cycles else 0.0, 1)} ms |",
         f"| pods bound by decisions (phalanx_scheduler_placed_pods_total) | "
         f"{int(read.get('scheduler:phalanx_scheduler_placed_pods_total', 0.0))} |",
+        "| back-pressure probes of the controller's backlog (phalanx_scheduler_backlog_probes_total) | "
+        f"{int(read.get('scheduler:phalanx_scheduler_backlog_probes_total', 0.0))} |",
         "| controller's Kubernetes API requests (phalanx_kube_api_request_duration_seconds) | "
         f"{int(requests)} |",
         f"| mean controller API request | {_num(request_s * 1000 / requests if requests else 0.0, 1)} ms |",
+        "| admission webhook calls (phalanx_admission_reviews_total) | "
+        f"{int(read.get('admission:phalanx_admission_reviews_total', 0.0))} |",
+        "| Events not written: queue full or spam (phalanx_controller_events_dropped_total) | "
+        f"{int(read.get('controller:phalanx_controller_events_dropped_total', 0.0))} |",
         "",
     ]
 

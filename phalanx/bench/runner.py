@@ -13,9 +13,7 @@ import contextlib
 import os
 import platform
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,8 +28,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from phalanx import stack as stacks
+from phalanx.bench import breakdown, figures, probes, profiling, topology, workloads
 from phalanx.bench import ceiling as ceilings
-from phalanx.bench import figures, probes, workloads
 from phalanx.bench.workloads import NAMESPACE, Scenario
 from phalanx.progress import Silent, Steps
 from shared.infra import local
@@ -83,6 +81,8 @@ class Result:
     scheduler_peak_rss_mib: float | None = None
     # The services' own counters over the run (probes.SERVICE_SERIES), `<service>:<series>`.
     service_metrics: dict[str, float] = field(default_factory=dict)
+    placement: topology.TopologyFigures | None = None  # where the gangs landed (topology scenarios)
+    writes: breakdown.Breakdown = field(default_factory=breakdown.Breakdown)  # by table and subject
 
     @property
     def ceiling_ratio(self) -> float | None:
@@ -108,7 +108,7 @@ def run(
         nodes_file = state_dir / "nodes.yaml"
         nodes_file.write_text(yaml.safe_dump([scenario.nodes.nodes_file_entry()]))
         conf_file = state_dir / "volcano-scheduler.conf"
-        conf_file.write_text(SCHEDULER_CONF)
+        conf_file.write_text(topology.scheduler_conf(SCHEDULER_CONF, scenario.topology))
         simulator_args = ["--no-default-scheduler"]
         if settings.qps:
             simulator_args += ["--qps", f"{settings.qps:g}", "--burst", str(int(settings.qps * 2))]
@@ -152,6 +152,7 @@ async def _measure(
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         )
+        await topology.install(lambda p, b: _create(session, p, b), scenario.nodes.count, scenario.topology)
         if scenario.warm_pods:
             steps.step(f"placing {scenario.warm_pods} pods before measuring", total=scenario.warm_pods)
             warm = [workloads.single_pod(scenario, f"warm-{i:05d}") for i in range(scenario.warm_pods)]
@@ -163,6 +164,8 @@ async def _measure(
         cpu_before = probes.cpu_by_name(pids)
         js_before = await probes.jetstream_messages(stack.nats_url)
         pg_before = await probes.postgres_counters(stack.database_url)
+        rows_before, tally = await breakdown.rows_by_table(stack.database_url), breakdown.SubjectTally()
+        await tally.start(stack.nats_url)
         ports = {p.name: p.health_port for p in stack.processes}
         metrics_before = probes.service_counters(ports)
 
@@ -170,7 +173,7 @@ async def _measure(
         steps.step(
             f"creating {scenario.measured_pods} pods ({len(requests)} objects), {scenario.clients} clients"
         )
-        profilers = _start_profilers(stack, settings.profile_dir)
+        profilers = profiling.start(stack, settings.profile_dir)
         started = time.time()
         gangs_created: dict[str, float] = {}
         failures = await _create_all(session, requests, scenario.clients, created_at=gangs_created)
@@ -179,14 +182,19 @@ async def _measure(
             say(f"{failures} creates failed")
         steps.step(f"binding {expected} pods", total=expected)
         await _wait_for_binds(session, expected, settings, say, steps)
-        _stop_profilers(profilers, say)
+        profiling.stop(profilers, say)
 
         await asyncio.sleep(1.5)  # PostgreSQL backends flush their statistics about once a second
         cpu = {name: after - cpu_before[name] for name, after in probes.cpu_by_name(pids).items()}
         js_after = await probes.jetstream_messages(stack.nats_url)
         pg_after = await probes.postgres_counters(stack.database_url)
+        rows_after = await breakdown.rows_by_table(stack.database_url)
+        writes = breakdown.Breakdown(breakdown.minus(rows_after, rows_before), await tally.stop())
         metrics_after = probes.service_counters(ports)
         audit = await _audit(session, "GET", "/pods")
+        placement = await topology.placement(
+            session, _pods_path(), scenario.nodes.count, scenario.jobs, scenario.topology
+        )
         scheduler_rss = probes.peak_rss_mib(pids["scheduler"]) if "scheduler" in pids else None
 
     return Result(
@@ -211,48 +219,9 @@ async def _measure(
         environment=await _environment(stack),
         scheduler_peak_rss_mib=scheduler_rss,
         service_metrics={key: metrics_after[key] - metrics_before.get(key, 0.0) for key in metrics_after},
+        placement=placement,
+        writes=writes,
     )
-
-
-def _start_profilers(stack: stacks.Stack, directory: Path | None) -> list[subprocess.Popen[bytes]]:
-    """py-spy on each of our processes, sampling only while the load is measured."""
-    if directory is None:
-        return []
-    directory.mkdir(parents=True, exist_ok=True)
-    # py-spy comes with the dev extras, so look beside this interpreter when it is not on PATH.
-    beside = Path(sys.executable).parent / "py-spy"
-    py_spy = shutil.which("py-spy") or (str(beside) if beside.exists() else "py-spy")
-    return [
-        subprocess.Popen(
-            [
-                py_spy,
-                "record",
-                "--pid",
-                str(process.pid),
-                "--rate",
-                "100",
-                "--format",
-                "raw",
-                "--nonblocking",
-                "--output",
-                str(directory / f"{process.name}.txt"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for process in stack.processes
-    ]
-
-
-def _stop_profilers(profilers: list[subprocess.Popen[bytes]], say: Callable[[str], object]) -> None:
-    for profiler in profilers:
-        profiler.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
-    for profiler in profilers:
-        try:
-            profiler.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            profiler.kill()
-            say(f"py-spy (pid {profiler.pid}) did not stop; its profile may be missing")
 
 
 def _pods_path() -> str:

@@ -41,10 +41,12 @@ from shared.messages.cluster import ObjectChanged
 from shared.messages.envelope import CloudEvent, new_event
 from shared.storage import migrate, roles
 from shared.storage.engine import make_sessions
+from shared.volcano.keys import GROUP_NAME
 
 NODE_COUNTS = (1_000, 5_000, 10_000)
 POD_COUNTS = (1_000, 10_000, 50_000)
 GANG = 10
+TOUCHED = 10  # running pods changed for the "a few changed" cycle
 BATCH = 500  # events per ingest transaction, as the ingest consumer fetches them
 _TABLES = "queues, nodes, priority_classes, pod_groups, pods, scheduler_config, decisions, gang_verdicts"
 
@@ -55,6 +57,7 @@ class Step:
     pods: int
     first_cycle: Timing
     idle_cycle: Timing
+    few_cycle: Timing
     placing_cycle: Timing
     placed: int
     rss_mib: float
@@ -123,7 +126,7 @@ def _gang(g: int, *, nodes: int | None) -> list[CloudEvent[Any]]:
                         "namespace": "bench",
                         "uid": f"uid-{name}-{i}",
                         "resourceVersion": "1",
-                        "annotations": {"scheduling.k8s.io/group-name": name},
+                        "annotations": {GROUP_NAME: name},
                     },
                     "spec": {
                         "schedulerName": "volcano",
@@ -136,6 +139,17 @@ def _gang(g: int, *, nodes: int | None) -> list[CloudEvent[Any]]:
                 },
             )
         )
+    return events
+
+
+def _touched(gangs: int, nodes: int, *, version: int) -> list[CloudEvent[Any]]:
+    """A few rows changed and nothing to place: TOUCHED running pods of as many gangs spread
+    over the cluster, each seen again with a new resourceVersion (a status update)."""
+    events = []
+    for g in range(0, gangs, max(1, gangs // TOUCHED))[:TOUCHED]:
+        pod = next(e for e in _gang(g, nodes=nodes) if e.data.kind == "Pod")
+        meta = {**pod.data.object["metadata"], "resourceVersion": str(version + 2)}
+        events.append(_event("Pod", {**pod.data.object, "metadata": meta}))
     return events
 
 
@@ -184,10 +198,12 @@ async def _measure_nodes(
         loop.memory = ShellMemory()  # a new leader: reads and builds everything
         first, _ = await _timed(loop, leadership)
         idle, _ = await _timed(loop, leadership)
+        await _ingest(ingester, _touched(gangs, nodes, version=pods))
+        few, _ = await _timed(loop, leadership)
         arriving = [e for g in range(10) for e in _gang(1_000_000 + pods + g, nodes=None)]
         await _ingest(ingester, arriving)
         placing, placed = await _timed(loop, leadership)
-        step = Step(nodes, pods, first, idle, placing, placed, _rss_mib())
+        step = Step(nodes, pods, first, idle, few, placing, placed, _rss_mib())
         say(step)
         steps.append(step)
     return steps
@@ -212,11 +228,12 @@ def render(steps: list[Step]) -> str:
         "time, which adds PostgreSQL's work and the wait for a core.",
         "",
         "| nodes | pods | new leader's first cycle (reads all) | cycle, nothing changed | "
+        f"cycle, a few changed ({TOUCHED} running pods updated) | "
         "cycle placing 100 new pods (10 gangs) | RSS |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     lines.extend(
-        f"| {s.nodes:,} | {s.pods:,} | {_ms(s.first_cycle)} | {_ms(s.idle_cycle)} | "
+        f"| {s.nodes:,} | {s.pods:,} | {_ms(s.first_cycle)} | {_ms(s.idle_cycle)} | {_ms(s.few_cycle)} | "
         f"{_ms(s.placing_cycle)} ({s.placed} placed) | {s.rss_mib:,.0f} MiB |"
         for s in steps
     )

@@ -13,6 +13,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from phalanx.bench.topology import TopologyLoad, mode_of, network_topology
+from shared.volcano.keys import BENCHMARK
+
 NAMESPACE = "bench"
 SCHEDULER_NAME = "volcano"
 
@@ -46,6 +49,7 @@ class Scenario:
     jobs: int = 0  # measured: Volcano Jobs of `replicas` pods with minAvailable = replicas
     replicas: int = 0
     clients: int = 16
+    topology: TopologyLoad | None = None  # HyperNodes and constrained Jobs (bench/topology.py)
 
     @property
     def measured_pods(self) -> int:
@@ -77,6 +81,20 @@ def _contended() -> Scenario:
     )
 
 
+def _topo(name: str, load: TopologyLoad, what: str) -> Scenario:
+    # 1,024 nodes of 32 CPU: leaves of 16, 4 spines, a root; 96 Jobs x 64 pods of 4 CPU fill 75%.
+    return Scenario(
+        name,
+        f"96 Volcano Jobs x 64 pods of 4 CPU on 1,024 nodes in three tiers (leaves of 16): {what}",
+        NodeShape(1_024, "32", "256Gi"),
+        cpu="4",
+        memory="16Gi",
+        jobs=96,
+        replicas=64,
+        topology=load,
+    )
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -95,6 +113,13 @@ SCENARIOS: dict[str, Scenario] = {
         _s2("s2-500x20", 500, 20),
         _s2("s2-20x500", 20, 500),
         _contended(),
+        _topo("topo", TopologyLoad(), "a third hard (tier 1), a third soft, a third unconstrained"),
+        _topo("topo-flat", TopologyLoad(constrained=False), "the same Jobs without constraints"),
+        _topo(
+            "topo-nobinpack",
+            TopologyLoad(binpack=False),
+            "as topo, with HyperNode-level bin packing off",
+        ),
     )
 }
 
@@ -138,10 +163,19 @@ def single_pod(scenario: Scenario, name: str) -> dict[str, Any]:
 
 
 def job(scenario: Scenario, name: str) -> dict[str, Any]:
+    made = _job(scenario, name)
+    if scenario.topology is not None:
+        constraint = network_topology(mode_of(scenario.topology, int(name[1:])))
+        if constraint is not None:
+            made["spec"]["networkTopology"] = constraint
+    return made
+
+
+def _job(scenario: Scenario, name: str) -> dict[str, Any]:
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"volcano.sh/benchmark": "true"}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {BENCHMARK: "true"}},
         "spec": {
             "schedulerName": SCHEDULER_NAME,
             "queue": "default",

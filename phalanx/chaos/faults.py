@@ -7,6 +7,9 @@
   fencing exists for; a paused controller, watcher or admission is a process that hangs without
   dying (its connections stay open, nothing answers); a paused NATS or PostgreSQL is a server
   that accepts nothing while every client's connection stays up (a half-open link).
+- `stop:<process or server>`: SIGKILL one replica of a scaled service (`admission-2`) or one
+  member of a NATS cluster (`nats-2`; `nats-leader` is whichever leads the CLUSTER stream, which
+  every watcher event passes through) and leave it dead: the rest must carry on without it.
 - `restart:nats`, `restart:postgres`: stop the local server `phalanx up` started and start it again
   on the same port and data, so every client sees its connections drop and must reconnect.
 
@@ -16,14 +19,18 @@ and the fault reports it was skipped rather than pretend it happened.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import time
 from pathlib import Path
 
+import nats
+
 from phalanx import stack as stacks
 from shared.infra import local
+from shared.messages import subjects
 
 PAUSE_BEYOND_LEASE_SECONDS = 5.0
 SERVERS = ("nats", "postgres")
@@ -43,7 +50,35 @@ def inject(stack: stacks.Stack, kind: str, *, lease_seconds: float, durable_post
         return f"SIGSTOPped {target} for {paused:.1f} s (lease {lease_seconds:.0f} s), then SIGCONT"
     if action == "restart":
         return restart_server(Path(stack.state_dir), target, durable_postgres=durable_postgres)
+    if action == "stop":
+        return stop(stack, target)
     raise ValueError(f"unknown fault kind {kind!r}")
+
+
+def stop(stack: stacks.Stack, target: str) -> str:
+    """SIGKILL a process of the stack or a server it started, for good."""
+    if target == "nats-leader":
+        target = asyncio.run(_stream_leader(stack.nats_url, subjects.CLUSTER_STREAM))
+    if any(process.name == target for process in stack.processes):
+        stacks.stop_process(stack.process(target), sig=signal.SIGKILL)
+        return f"SIGKILLed {target}, left stopped"
+    server = next((s for s in local.load(Path(stack.state_dir)) if s.name == target), None)
+    if server is None or server.name.partition("-")[0] not in stack_infra(Path(stack.state_dir)):
+        return f"skipped stopping {target}: the stack did not start it"
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, signal.SIGKILL)
+    return f"SIGKILLed {target} (pid {server.pid}), left stopped"
+
+
+async def _stream_leader(nats_url: str, stream: str) -> str:
+    client = await nats.connect(nats_url.split(","), connect_timeout=5)
+    try:
+        info = await client.jetstream(timeout=5).stream_info(stream)
+    finally:
+        await client.close()
+    if info.cluster is None or not info.cluster.leader:
+        raise RuntimeError(f"the stream {stream} has no cluster leader: NATS is not a cluster")
+    return info.cluster.leader
 
 
 def pause(pid: int, seconds: float) -> float:
@@ -70,7 +105,7 @@ def restart_server(state_dir: Path, name: str, *, durable_postgres: bool) -> str
         return f"skipped restarting {name}: the stack did not start it"
     local.stop(server)
     if name == "nats":
-        fresh = local.start_nats(state_dir, port=server.port)
+        fresh = local.restart_nats(server)  # from its own configuration: a cluster member rejoins
     else:
         fresh = local.start_postgres(state_dir, port=server.port, durable=durable_postgres)
     local.save(state_dir, [fresh if s.name == name else s for s in servers])

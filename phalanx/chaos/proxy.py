@@ -128,6 +128,7 @@ class FaultProxy:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*link.tasks, return_exceptions=True)
         self._links.discard(link)
+        link.close(reset=False)  # a swallowed connection's end too, once its client has gone
 
     async def _swallow(self, reader: asyncio.StreamReader) -> None:
         """A connection accepted in blackhole mode: read and discard until the client gives up."""

@@ -8,9 +8,11 @@ from phalanx.chaos.runner import ChaosResult
 
 def render(result: ChaosResult) -> str:
     settings, verdict = result.settings, result.verdict
+    scaled = ", ".join(f"{name}={count}" for name, count in settings.scale)
     lines = [
         f"seed {settings.seed}, {settings.gangs} gangs, a fault every ~{settings.fault_every_s:.0f} s, "
         f"timeline {settings.duration_s:.0f} s, run {result.wall_s:.0f} s",
+        f"stack: {scaled or 'one of each service, one NATS server'}",
         "",
         "faults:",
         *(f"  {line}" for line in result.fault_log),

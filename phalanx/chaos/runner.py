@@ -42,6 +42,10 @@ class ChaosSettings:
     settle_s: float = 300.0  # after the timeline: how long every job may take to finish
     lease_s: float = 10.0  # the scheduler's lease (SCHEDULER_LEASE_SECONDS); a pause exceeds it
     state_dir: Path | None = None  # default: a temporary folder, removed afterwards
+    # `phalanx up --scale` of the stack (phalanx.scale), e.g. (("nats", 3), ("admission", 2)).
+    scale: tuple[tuple[str, int], ...] = ()
+    # These faults, in this order, one every `fault_every_s`, instead of the seeded plan.
+    fault_kinds: tuple[str, ...] = ()
 
 
 @dataclass
@@ -115,7 +119,8 @@ def run(settings: ChaosSettings, say: Callable[[str], None] = print) -> ChaosRes
         state_dir.mkdir(parents=True, exist_ok=True)
         nodes_file.write_text(yaml.safe_dump(NODES))
         say(f"starting the stack in {state_dir}")
-        stack = stacks.up(state_dir, nodes_file=nodes_file, durable_postgres=False)
+        scale = dict(settings.scale)
+        stack = stacks.up(state_dir, nodes_file=nodes_file, durable_postgres=False, scale=scale)
         cleanup.callback(stacks.down, state_dir)
         kube = Kube(Path(stack.kubeconfig), stack.simulator_url)
         cleanup.callback(kube.close)
@@ -128,11 +133,15 @@ def _drive(
 ) -> ChaosResult:
     submissions = plan.gangs(settings.seed, settings.duration_s, settings.gangs)
     injections = plan.faults(settings.seed, settings.duration_s, settings.fault_every_s)
+    if settings.fault_kinds:
+        every = settings.fault_every_s
+        kinds = settings.fault_kinds
+        injections = [plan.FaultInjection(every * (i + 1), kind) for i, kind in enumerate(kinds)]
     say(
         f"{len(submissions)} gangs and {len(injections)} faults over {settings.duration_s:.0f} s, "
         f"seed {settings.seed}"
     )
-    _create(kube, plan.capped_queue())
+    create_retrying(kube, plan.capped_queue())
     allocatable = _allocatable(kube)
     started = time.monotonic()
     sampler = _Sampler(lambda: _judge(kube, allocatable, quiescent=False), started)
@@ -143,7 +152,7 @@ def _drive(
     try:
         for submission in submissions:
             _sleep_until(started + submission.at)
-            _create(kube, submission.manifest())
+            create_retrying(kube, submission.manifest())
             submitted.append(f"{plan.NAMESPACE}/{submission.name}")
         injector.join()
         if injector.error is not None:
@@ -175,8 +184,9 @@ def _sleep_until(moment: float) -> None:
     time.sleep(max(0.0, moment - time.monotonic()))
 
 
-def _create(kube: Kube, manifest: dict[str, Any]) -> None:
-    """Create, retrying what a fault refused (admission down: the webhook call fails)."""
+def create_retrying(kube: Kube, manifest: dict[str, Any]) -> None:
+    """Create as a user's client would, retrying what a fault refused (admission down: the webhook
+    call fails; NATS away); a create that went through before its answer was lost counts as done."""
     deadline = time.monotonic() + CREATE_RETRY_S
     while True:
         try:

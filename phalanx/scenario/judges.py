@@ -24,15 +24,9 @@ from phalanx.scenario.expectations import (
     QueueExpectation,
 )
 from phalanx.scenario.matchers import MISSING, describe, lookup, matches, show
-from phalanx.scenario.objects import (
-    JOB_NAME_LABEL,
-    TASK_LABEL,
-    decoded,
-    key_of,
-    labels_of,
-    phase_of,
-    selector_matches,
-)
+from phalanx.scenario.objects import decoded, key_of, labels_of, phase_of, selector_matches
+from shared.volcano.keys import JOB_NAME as JOB_NAME_LABEL
+from shared.volcano.keys import TASK_SPEC as TASK_LABEL
 
 Obj = Mapping[str, Any]
 Mismatches = list[str]

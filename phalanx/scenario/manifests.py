@@ -7,18 +7,20 @@ steps build Nodes and Volcano Commands here: a Command names its target as vcctl
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from phalanx.scenario.model import NodeShape, PriorityClassEntry, QueueEntry, Taint
+from shared.volcano.queue import QUEUE_API_VERSION
 
 Obj = dict[str, Any]
 
 GPU_RESOURCE = "nvidia.com/gpu"
+# The simulated kubelets read a node's DRA devices from it (services/simulator/kubelets/nodes.py).
+DEVICES_ANNOTATION = "simulator.phalanx/devices"
 SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"
 SCHEDULER_NAMESPACE = "volcano-system"
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"
 COMMAND_API_VERSION = "bus.volcano.sh/v1alpha1"
 DEFAULT_QUEUE = "default"
 
@@ -36,10 +38,13 @@ def node_manifest(name: str, shape: NodeShape) -> Obj:
     spec: Obj = {}
     if shape.taints:
         spec["taints"] = [taint_object(t) for t in shape.taints]
+    metadata: Obj = {"name": name, "labels": {"kubernetes.io/hostname": name, **shape.labels}}
+    if shape.devices:  # the simulated kubelet publishes them as ResourceSlices
+        metadata["annotations"] = {DEVICES_ANNOTATION: json.dumps(shape.devices)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **shape.labels}},
+        "metadata": metadata,
         "spec": spec,
         "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
     }

@@ -79,6 +79,8 @@ class NodeShape(Strict):
     extended: ResourceMap = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
+    # DRA devices its drivers publish as ResourceSlices: {driver, count, namePrefix, attributes, capacity}.
+    devices: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class NodeEntry(NodeShape):

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shared.volcano.keys import JOB_NAME as JOB_NAME_LABEL
+
 Obj = Mapping[str, Any]
 
-JOB_NAME_LABEL = "volcano.sh/job-name"
-TASK_LABEL = "volcano.sh/task-spec"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 EVICTION_EVENT_REASONS = frozenset({"Evict", "Evicted", "Preempted", "Preempting"})
 
 _REQUIREMENT = re.compile(

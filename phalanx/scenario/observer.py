@@ -15,7 +15,6 @@ from typing import Any
 
 from phalanx.scenario.kube import Kube, KubeError
 from phalanx.scenario.objects import (
-    JOB_NAME_LABEL,
     evicted_pod_uid,
     job_reached_running,
     key_of,
@@ -23,6 +22,7 @@ from phalanx.scenario.objects import (
     shows_eviction,
     uid_of,
 )
+from shared.volcano.keys import JOB_NAME as JOB_NAME_LABEL
 
 Obj = dict[str, Any]
 WATCHED_KINDS = ("Pod", "Job", "PodGroup", "Event")

@@ -28,8 +28,9 @@ from phalanx.scenario.expectations import (
 )
 from phalanx.scenario.kube import Kube
 from phalanx.scenario.matchers import describe
-from phalanx.scenario.objects import GROUP_NAME_ANNOTATION, file_content, file_source, key_of
+from phalanx.scenario.objects import file_content, file_source, key_of
 from phalanx.scenario.observer import Observer
+from shared.volcano.keys import GROUP_NAME as GROUP_NAME_ANNOTATION
 
 Obj = dict[str, Any]
 Mismatches = list[str]

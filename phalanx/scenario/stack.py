@@ -19,7 +19,6 @@ import yaml
 from phalanx.scenario.kube import Kube, KubeError
 from phalanx.scenario.manifests import (
     DEFAULT_QUEUE,
-    QUEUE_API_VERSION,
     SCHEDULER_CONFIGMAP,
     SCHEDULER_NAMESPACE,
     command_manifest,
@@ -33,6 +32,7 @@ from phalanx.scenario.manifests import (
 from phalanx.scenario.model import ClusterSpec, QueueEntry
 from phalanx.scenario.objects import key_of
 from shared.volcano import ROOT_QUEUE
+from shared.volcano.queue import QUEUE_API_VERSION
 
 SYSTEM_NAMESPACES = frozenset(
     {"kube-system", "kube-public", "kube-node-lease", SCHEDULER_NAMESPACE, "phalanx-system"}
@@ -56,10 +56,14 @@ NAMESPACED_KINDS = (
     "Secret",
     "NetworkPolicy",
     "PersistentVolumeClaim",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
     "Event",
 )
 # Cluster-scoped storage a scenario may create (volumes with node affinity, their classes).
-CLUSTER_STORAGE_KINDS = ("PersistentVolume", "StorageClass")
+CLUSTER_STORAGE_KINDS = ("PersistentVolume", "StorageClass", "DeviceClass")
+# and the network topology it describes (HyperNodes), cleared with them
+CLUSTER_KINDS = (*CLUSTER_STORAGE_KINDS, "HyperNode")
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
@@ -135,7 +139,7 @@ class ExternalStack:
                 raise
             found += [(kind, *key_of(o)) for o in objects if key_of(o)[0] in user_namespaces]
         found += [("Node", None, key_of(o)[1]) for o in kube.list_objects("Node")]
-        for kind in CLUSTER_STORAGE_KINDS:
+        for kind in CLUSTER_KINDS:
             try:
                 found += [(kind, None, key_of(o)[1]) for o in kube.list_objects(kind)]
             except KubeError as error:

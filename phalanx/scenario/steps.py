@@ -16,13 +16,7 @@ from typing import Any
 import yaml
 
 from phalanx.scenario.kube import Kube, KubeError
-from phalanx.scenario.manifests import (
-    JOB_API_VERSION,
-    QUEUE_API_VERSION,
-    command_manifest,
-    node_manifest,
-    taint_object,
-)
+from phalanx.scenario.manifests import command_manifest, node_manifest, taint_object
 from phalanx.scenario.model import (
     CommandStep,
     DeleteStep,
@@ -35,6 +29,8 @@ from phalanx.scenario.model import (
 )
 from phalanx.scenario.objects import key_of
 from phalanx.scenario.observer import Observer
+from shared.volcano.job import JOB_API_VERSION
+from shared.volcano.queue import QUEUE_API_VERSION
 
 Obj = dict[str, Any]
 

@@ -19,6 +19,8 @@ from shared.domain.quantity import format_milli
 Amounts = dict[str, int]  # resource name -> milli-units
 _FIT = re.compile(r"(\d+)/(\d+) nodes are (?:un)?available: (.*?)\.?$")
 _COUNTED = re.compile(r"^(\d+) (.*)$")
+DEVICE_CLAIM_UNSATISFIABLE = "DeviceClaimUnsatisfiable"  # the scheduler's structured reason
+_ORIGIN = re.compile(r"Origin reason is: (.*)$")  # the job's own reason ends the condition message
 _BELOW_MINIMUM = ("NotEnoughTasks", "NotEnoughPodsOfTask", "GangReleased")
 
 
@@ -93,11 +95,12 @@ class Facts:
     nodes_could_hold: int = 0  # nodes whose allocatable could hold one waiting task when empty
     history: tuple[tuple[datetime | None, str, str], ...] = ()  # (when, what, message)
     notes: tuple[str, ...] = ()  # what could not be read, and why
+    predicted_start: str = ""  # reservation backfill's prediction on the PodGroup (docs/backfill.md)
 
 
 @dataclass(frozen=True)
 class Blocker:
-    kind: str  # queue-state | minimum | capability | share | nodes | priority
+    kind: str  # queue-state | minimum | capability | share | topology | nodes | priority
     says: str
     fix: str
 
@@ -177,6 +180,45 @@ def _node_blocker(facts: Facts, fit_errors: str) -> Blocker | None:
     return Blocker("nodes", says, fix)
 
 
+def _device_blocker(facts: Facts, reasons: set[str]) -> Blocker | None:
+    """A DRA claim no node could ever satisfy as it stands (services/scheduler/core/devices.py)."""
+    if DEVICE_CLAIM_UNSATISFIABLE not in reasons:
+        return None
+    verdicts = [v for v in (facts.dry_run, facts.recorded, facts.condition) if v is not None]
+    said = next((v.detail for v in verdicts if v.detail), "")
+    if not said:
+        found = next((m for v in verdicts if (m := _ORIGIN.search(v.message))), None)
+        said = found.group(1) if found else "a resourceclaim of the job can never be allocated"
+    return Blocker(
+        "devices",
+        said,
+        "waiting will not help: ask for fewer devices or looser selectors, create the missing claim or "
+        "device class, or add nodes whose devices match",
+    )
+
+
+TOPOLOGY_SAYS = "network topology: "
+
+
+def _topology_blocker(facts: Facts) -> Blocker | None:
+    """The scheduler's own words for a network-topology constraint no HyperNode meets, e.g.
+    "no HyperNode of tier 1 or lower has room for the 8 pod(s) the job needs; the best, s1
+    (tier 1), has room for 5"."""
+    for verdict in (facts.dry_run, facts.recorded, facts.condition):
+        if verdict is None:
+            continue
+        for text in (verdict.detail, verdict.message):
+            if TOPOLOGY_SAYS in text:
+                says = text.split(TOPOLOGY_SAYS, 1)[1].strip()
+                fix = (
+                    "waits until a HyperNode within its networkTopology limit has that room (its pods "
+                    "finish, or nodes join it), or runs sooner with a higher highestTierAllowed or "
+                    "mode: soft"
+                )
+                return Blocker("topology", f"network topology: {says}", fix)
+    return None
+
+
 def _priority_blocker(facts: Facts) -> Blocker | None:
     if not facts.ahead or facts.gang is None:
         return None
@@ -218,12 +260,15 @@ def blockers(facts: Facts) -> list[Blocker]:
     if queue is not None and gang is not None:
         share = _share_blocker(queue) if "QueueOverused" in reasons else None
         found.extend(b for b in (_capability_blocker(queue, gang.need), share) if b is not None)
+    devices = _device_blocker(facts, reasons)
+    if devices is not None:
+        found.append(devices)
     fit_errors = next((v.fit_errors for v in (facts.dry_run, facts.recorded) if v and v.fit_errors), "")
     if not fit_errors and facts.condition is not None:
         fit_errors = facts.condition.message  # "... Origin reason is <task>: 0/4 nodes are unavailable: ..."
-    node = _node_blocker(facts, fit_errors)
-    if node is not None:
-        found.append(node)
+    topology = _topology_blocker(facts)
+    node = _node_blocker(facts, fit_errors) if topology is None else None
+    found.extend(b for b in (topology, node) if b is not None)
     priority = _priority_blocker(facts)
     if priority is not None:
         found.append(priority)
@@ -246,6 +291,8 @@ def render(facts: Facts) -> str:
             f"Volcano says ({verdict.reason}, since {_when(verdict.since)}):",
             f"  {verdict.message}",
         ]
+    if facts.predicted_start:
+        lines += ["", f"Expected to start at {facts.predicted_start} (reservation backfill's plan)."]
     if found:
         lines += ["", "Blocked by, in the order the scheduler checks:"]
         lines += [f"  {i}. [{b.kind}] {b.says}" for i, b in enumerate(found, 1)]
@@ -263,6 +310,7 @@ def as_document(facts: Facts) -> dict[str, object]:
         "job": facts.job,
         "phase": facts.job_phase,
         "condition": facts.condition.message if facts.condition else None,
+        "predicted_start": facts.predicted_start or None,
         "blockers": [{"kind": b.kind, "says": b.says, "fix": b.fix} for b in blockers(facts)],
         "history": [{"time": _when(w), "what": what, "message": m} for w, what, m in facts.history],
         "notes": list(facts.notes),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from phalanx import stack as stacks
 from phalanx.vcctl import explain
+from services.scheduler import queue_usage
 from services.scheduler.core import plan_cycle
 from services.scheduler.core.build import build_context
 from services.scheduler.core.config import load_conf
@@ -171,7 +172,12 @@ async def _read_scheduler(
     now = datetime.now(UTC)
     read = await read_snapshot(session, now=now, expire_before=None, memory=ShellMemory())
     conf = load_conf(conf_text or read.conf_text).conf
-    ctx, _ = build_context(read.snapshot, conf)
+    # Every gang walked: an explanation names the gangs ahead, which the scheduler's settled
+    # sums (core/settled.py, a cycle's shortcut) would hide.
+    snapshot = replace(read.snapshot, settled=None)
+    if conf.enabled("fairshare"):  # usage over time orders queues and may shape deserved shares
+        snapshot = replace(snapshot, queue_usage=await queue_usage.load(session))
+    ctx, _ = build_context(snapshot, conf)
     state = ctx.state
     dims = fair_dims(state)
     queues = tuple(
@@ -182,7 +188,7 @@ async def _read_scheduler(
         return SchedulerView(None, None, queues, (), None, None, len(state.nodes), 0)
     gang = next((g for g in state.gangs if (g.info.namespace, g.info.name) == (namespace, group)), None)
     facts, ahead, fits = _view(state, gang)
-    planned = plan_cycle(read.snapshot, conf).verdict_by_job(namespace, group)
+    planned = plan_cycle(snapshot, conf).verdict_by_job(namespace, group)
     dry_run = (
         explain.Verdict(planned.reason, planned.message, None, planned.fit_errors, planned.detail)
         if planned is not None
@@ -190,8 +196,8 @@ async def _read_scheduler(
     )
     row = (
         await session.execute(
-            select(tables.GangVerdict).where(
-                tables.GangVerdict.namespace == namespace, tables.GangVerdict.name == group
+            select(tables.GangVerdictRow).where(
+                tables.GangVerdictRow.namespace == namespace, tables.GangVerdictRow.name == group
             )
         )
     ).scalar_one_or_none()
@@ -271,7 +277,7 @@ async def _read_waiting(
 ) -> tuple[explain.QueueFacts | None, list[tuple[str, str, str, str]]]:
     view = await _read_scheduler(session, "", None, conf_text)
     facts = next((q for q in view.queues if q.name == queue), None)
-    verdict, group = tables.GangVerdict, tables.PodGroup
+    verdict, group = tables.GangVerdictRow, tables.PodGroup
     rows = (
         await session.execute(
             select(verdict.namespace, verdict.name, verdict.reason, verdict.message)

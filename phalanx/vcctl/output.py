@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from shared.volcano.keys import JOB_TYPE
+
 Json = dict[str, Any]
 FORMATS = ("json", "yaml", "wide")
 NO_RESOURCES = "No resources found"
@@ -63,7 +65,7 @@ def _row(cells: Iterable[object], widths: Iterable[int]) -> str:
 
 
 def job_type(job: Json) -> str:
-    return str((job["metadata"].get("labels") or {}).get("volcano.sh/job-type") or "Batch")
+    return str((job["metadata"].get("labels") or {}).get(JOB_TYPE) or "Batch")
 
 
 def job_cells(job: Json) -> list[object]:

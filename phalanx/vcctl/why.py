@@ -19,6 +19,7 @@ from phalanx.vcctl import explain, kube, output
 from phalanx.vcctl.common import KUBECONFIG, MASTER, NAMESPACE, fails_cleanly, pick_name
 from phalanx.vcctl.jobs import JOB_ARG, JOB_NAME, jobs
 from phalanx.vcctl.queues import QUEUE_ARG, QUEUE_NAME, queues
+from shared.volcano.keys import PREDICTED_START as PREDICTED_START_ANNOTATION
 
 DATABASE_URL = typer.Option(
     None,
@@ -125,6 +126,9 @@ def job_why(
         nodes_could_hold=view.nodes_could_hold if view else 0,
         history=tuple(history),
         notes=tuple(notes),
+        predicted_start=str(
+            ((group or {}).get("metadata") or {}).get("annotations", {}).get(PREDICTED_START_ANNOTATION, "")
+        ),
     )
     print(json.dumps(explain.as_document(facts), indent=2) if fmt == "json" else explain.render(facts))
 

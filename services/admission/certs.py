@@ -71,6 +71,11 @@ class Material:
         assert self.key is not None
         return _key_pem(self.key)
 
+    @property
+    def ca_keys_pem(self) -> bytes:
+        """Every CA's key (PEM blocks), since an older CA may still be the signer."""
+        return b"".join(_key_pem(a.key) for a in self.authorities)
+
 
 def renew(material: Material, hosts: Sequence[str], policy: Policy, now: datetime) -> Material:
     """The material to serve from `now` on: `material` itself when nothing is due."""
@@ -209,30 +214,48 @@ class CertDirectory:
 
     def read(self) -> Material:
         """What the directory holds; whatever is missing or unreadable counts as absent."""
-        try:
-            ca_certs = x509.load_pem_x509_certificates(self.ca.read_bytes())
-            keys = [_load_key(block) for block in _pem_blocks(self.ca_keys.read_bytes())]
-        except (OSError, ValueError):
-            return Material()
-        authorities = []
-        for ca_cert in ca_certs:
-            key = next((k for k in keys if k.public_key() == ca_cert.public_key()), None)
-            if key is not None:
-                authorities.append(Authority(ca_cert, key))
-        authorities.sort(key=lambda a: a.cert.not_valid_after_utc)
-        try:
-            cert = x509.load_pem_x509_certificate(self.cert.read_bytes())
-            key = _load_key(self.key.read_bytes())
-        except (OSError, ValueError):
-            return Material(tuple(authorities))
-        return Material(tuple(authorities), cert, key)
+        return material_from_pem(
+            _read_or_empty(self.ca),
+            _read_or_empty(self.ca_keys),
+            _read_or_empty(self.cert),
+            _read_or_empty(self.key),
+        )
 
     def write(self, material: Material) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        _write_atomically(self.ca_keys, b"".join(_key_pem(a.key) for a in material.authorities), 0o600)
+        _write_atomically(self.ca_keys, material.ca_keys_pem, 0o600)
         _write_atomically(self.ca, material.bundle_pem, 0o644)
         _write_atomically(self.key, material.key_pem, 0o600)
         _write_atomically(self.cert, material.cert_pem, 0o644)
+
+
+def material_from_pem(ca: bytes, ca_keys: bytes, cert: bytes, key: bytes) -> Material:
+    """Material from its four PEM files (a folder's or a Secret's); what is missing or
+    unreadable counts as absent, so a half-written set is renewed rather than served."""
+    try:
+        ca_certs = x509.load_pem_x509_certificates(ca)
+        keys = [_load_key(block) for block in _pem_blocks(ca_keys)]
+    except ValueError:
+        return Material()
+    authorities = []
+    for ca_cert in ca_certs:
+        ca_key = next((k for k in keys if k.public_key() == ca_cert.public_key()), None)
+        if ca_key is not None:
+            authorities.append(Authority(ca_cert, ca_key))
+    authorities.sort(key=lambda a: a.cert.not_valid_after_utc)
+    try:
+        served = x509.load_pem_x509_certificate(cert)
+        served_key = _load_key(key)
+    except ValueError:
+        return Material(tuple(authorities))
+    return Material(tuple(authorities), served, served_key)
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _pem(cert: x509.Certificate) -> bytes:

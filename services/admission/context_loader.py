@@ -12,10 +12,15 @@ would not yet make its parent a non-leaf. The API server is the only place their
 
 Defaulting the CREATE of a PodGroup left on the default queue reads its Namespace (one GET) for
 the `scheduling.volcano.sh/queue-name` annotation, as Volcano's PodGroup webhook does.
+
+A Pod's review (rules/pods.py) reads nothing but the scheduler's name, so it reads no database;
+and when the cached context expires under a burst, one read refreshes it for every review
+waiting (each used to read the database itself: a fifth of admission's CPU in a small S1).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -27,12 +32,15 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from services.admission.rules.context import AdmissionContext, QueueView
+from services.admission.rules.context import AdmissionContext, QueueAdmissionFacts
 from shared.domain.resources import Resources
 from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
+from shared.kube.names import dns1123_subdomain_errors
 from shared.storage import tables
-from shared.volcano import queue_access, schema
+from shared.volcano import queue_access
+from shared.volcano.keys import POD_QUEUE_NAME as NAMESPACE_QUEUE
+from shared.volcano.objects import KubeObject
 
 CACHE_SECONDS = 0.5
 # A lookup answers in milliseconds; this bound keeps a stuck API server well inside the webhook's
@@ -40,7 +48,6 @@ CACHE_SECONDS = 0.5
 API_TIMEOUT_SECONDS = 3.0
 # Writes that put something into a queue: its state must be exact when they are admitted.
 QUEUE_ENTRIES = frozenset({"Job", "PodGroup"})
-NAMESPACE_QUEUE = "scheduling.volcano.sh/queue-name"
 
 
 class ContextUnavailable(Exception):
@@ -57,9 +64,13 @@ class ContextLoader:
         self._scheduler_name = scheduler_name
         self._cached: AdmissionContext | None = None
         self._cached_at = 0.0
+        self._reading: asyncio.Future[AdmissionContext] | None = None
+        self._pods = AdmissionContext(scheduler_name=scheduler_name)
 
     async def load(self, review: dict[str, Any], webhook: str = "validate") -> AdmissionContext:
         """The context for one review; `ContextUnavailable` when the API server cannot answer."""
+        if _kind_of(review) == "Pod":
+            return self._pods
         ctx = await self._from_database()
         wanted_queues, wanted_classes = _named(review)
         tree = self._api is not None and webhook == "validate" and _reads_queue_tree(review)
@@ -83,12 +94,19 @@ class ContextLoader:
         return ctx
 
     async def _from_database(self) -> AdmissionContext:
-        """The cached context, or a fresh read. A pooled connection that died with the server (a
-        PostgreSQL restart: found by `phalanx chaos`) is thrown away and the read tried once more
-        on a new one, so the first reviews after a restart are not refused for nothing; a database
-        that still cannot answer refuses the review as unavailable rather than failing the call."""
+        """The cached context, or the one read under way, or a fresh read shared by every review
+        that asks meanwhile (shielded: a review whose caller went away does not cancel it)."""
         if self._cached is not None and time.monotonic() - self._cached_at < CACHE_SECONDS:
             return self._cached
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._fresh_from_database())
+        return await asyncio.shield(self._reading)
+
+    async def _fresh_from_database(self) -> AdmissionContext:
+        """A fresh read. A pooled connection that died with the server (a PostgreSQL restart:
+        found by `phalanx chaos`) is thrown away and the read tried once more on a new one, so
+        the first reviews after a restart are not refused for nothing; a database that still
+        cannot answer refuses the review as unavailable rather than failing the call."""
         try:
             return await self._read_database()
         except DBAPIError as error:
@@ -140,7 +158,7 @@ class ContextLoader:
         assert self._api is not None
         path = KINDS["Queue"].collection()
         listed = await request(self._api, "GET", path, timeout=API_TIMEOUT_SECONDS)
-        views = [QueueView.from_queue(item) for item in (listed or {}).get("items") or ()]
+        views = [QueueAdmissionFacts.from_queue(item) for item in (listed or {}).get("items") or ()]
         # The controller opens a new queue; until it has, the queue counts as Open.
         return replace(ctx, queues={v.name: replace(v, state=v.state or "Open") for v in views})
 
@@ -154,7 +172,7 @@ class ContextLoader:
             if queue is None:
                 found.pop(name, None)  # deleted, though the projection may not know yet
             else:
-                view = QueueView.from_queue(queue)
+                view = QueueAdmissionFacts.from_queue(queue)
                 found[name] = replace(view, state=view.state or "Open")  # the controller opens new queues
         names = set(ctx.priority_classes)
         for name in classes:
@@ -180,7 +198,7 @@ async def _namespace_queue(api: client.ApiClient, namespace: str) -> dict[str, s
         found = await request(api, "GET", path, timeout=API_TIMEOUT_SECONDS)
     except (TimeoutError, ApiError, aiohttp.ClientError, OSError):
         return {}
-    queue = (((found or {}).get("metadata") or {}).get("annotations") or {}).get(NAMESPACE_QUEUE)
+    queue = KubeObject(found or {}).annotation(NAMESPACE_QUEUE)
     return {namespace: str(queue)} if queue else {}
 
 
@@ -197,15 +215,15 @@ def _defaulted_podgroup_namespace(review: dict[str, Any]) -> str | None:
         return None
     if (obj.get("spec") or {}).get("queue") not in (None, "", "default"):
         return None
-    namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace")
+    namespace = req.get("namespace") or KubeObject(obj).namespace
     return str(namespace) if namespace else None
 
 
-def _view(row: tables.Queue) -> QueueView:
+def _view(row: tables.Queue) -> QueueAdmissionFacts:
     def amounts(milli: dict[str, int] | None) -> dict[str, str]:
         return Resources(milli).to_quantities() if milli else {}
 
-    return QueueView(
+    return QueueAdmissionFacts(
         name=row.name,
         state=row.state or "Open",
         parent=row.parent or "",
@@ -234,26 +252,43 @@ def _enters_queue(review: dict[str, Any]) -> bool:
     return req.get("operation") == "CREATE" and req["kind"].get("kind") in QUEUE_ENTRIES
 
 
-def _named(review: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """The queues and priority classes the reviewed object refers to; nothing when the object
-    breaks its schema (a list for a queue name, ...), since the review refuses it unread."""
+def _kind_of(review: dict[str, Any]) -> str | None:
     req = review.get("request")
-    req = req if isinstance(req, dict) else {}
-    obj = req.get("object")
-    kind = (req.get("kind") or {}).get("kind") if isinstance(req.get("kind"), dict) else None
-    if not isinstance(obj, dict) or schema.check(str(kind), obj):
+    kind = req.get("kind") if isinstance(req, dict) else None
+    return kind.get("kind") if isinstance(kind, dict) else None
+
+
+def _named(review: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The queues and priority classes the reviewed object refers to. A name of the wrong type
+    (a list for a queue name, ...) is not looked up: the review refuses the object for its
+    schema unread, so this does not check the schema a second time."""
+    req = review.get("request")
+    obj = req.get("object") if isinstance(req, dict) else None
+    kind = _kind_of(review)
+    if kind not in ("Job", "PodGroup", "Queue") or not isinstance(obj, dict):
         return set(), set()
-    spec = obj.get("spec") or {}
+    spec = _mapping(obj.get("spec"))
     queues: set[str] = set()
     classes: set[str] = set()
-    if kind in ("Job", "PodGroup"):
-        queues.add(spec.get("queue") or "default")
-        if spec.get("priorityClassName"):
-            classes.add(spec["priorityClassName"])
-        for task in spec.get("tasks") or []:
-            name = ((task.get("template") or {}).get("spec") or {}).get("priorityClassName")
-            if name:
-                classes.add(name)
-    elif kind == "Queue" and spec.get("parent"):
-        queues.add(spec["parent"])
+    if kind == "Queue":
+        queues |= _names(spec.get("parent"))
+        return queues, classes
+    queues |= _names(spec.get("queue") or "default")
+    classes |= _names(spec.get("priorityClassName"))
+    tasks = spec.get("tasks")
+    for task in tasks if isinstance(tasks, list) else []:
+        template = _mapping(_mapping(task).get("template"))
+        classes |= _names(_mapping(template.get("spec")).get("priorityClassName"))
     return queues, classes
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _names(value: Any) -> set[str]:
+    """A name that may be looked up (a DNS subdomain, as every queue and priority class name is:
+    never a path of the API's), else none."""
+    if isinstance(value, str) and not dns1123_subdomain_errors(value):
+        return {value}
+    return set()

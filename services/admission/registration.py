@@ -1,7 +1,18 @@
 """Shell: register the webhook configurations with the API server, scoped to our resources only.
 
-Jobs, Queues and PodGroups fail closed (Volcano's choice: an unvalidated Job must not slip in).
-Pods are validated only, on CREATE, and fail open (failurePolicy Ignore): the webhook judges only
+The webhooks are the ones Volcano's chart registers, on the same operations, and no more
+(installer/helm/chart/volcano/templates/webhooks.yaml): Jobs validated on CREATE and UPDATE and
+mutated on CREATE; Queues validated on CREATE, UPDATE and DELETE and mutated on CREATE; PodGroups
+validated and mutated on CREATE; HyperNodes validated on CREATE and UPDATE; Pods validated on
+CREATE. Every call costs the API server a round trip per request, so an operation whose review
+changes nothing is not registered: mutation only defaults a new object, and a PodGroup's updates
+are its status, written by the controller once or twice per pod (each one a webhook call before;
+their bounds and shapes are the CRD schema's to refuse, as kube-apiserver does for every write).
+A status or binding write is a subresource, which none of these rules names, so it is never sent.
+
+No objectSelector: a label is the user's to set, so a selector that skipped a webhook would let
+any pod skip its validation. Jobs, Queues and PodGroups fail closed (Volcano's choice: an
+unvalidated Job must not slip in). Pods fail open (failurePolicy Ignore): the webhook judges only
 pods naming our scheduler, so an admission outage can never block anyone's pods. System
 namespaces are excluded. Mutation runs before validation, as the API server orders them.
 """
@@ -17,24 +28,17 @@ from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
 
 NAME = "phalanx-admission"
+REPLACE_ATTEMPTS = 5
 SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "volcano-system"]
-# (group, version, resource, validated operations, mutated operations). PodGroup updates are
-# validated (hostile bounds and shapes) but not mutated: nothing is defaulted after creation.
+# (group, version, resource, validated operations, mutated operations), as Volcano registers them.
 RULES: list[tuple[str, str, str, list[str], list[str]]] = [
-    ("batch.volcano.sh", "v1alpha1", "jobs", ["CREATE", "UPDATE"], ["CREATE", "UPDATE"]),
-    ("scheduling.volcano.sh", "v1beta1", "queues", ["CREATE", "UPDATE", "DELETE"], ["CREATE", "UPDATE"]),
-    ("scheduling.volcano.sh", "v1beta1", "podgroups", ["CREATE", "UPDATE"], ["CREATE"]),
-    # Pods are validated (Volcano's budget annotations), never mutated, and under failurePolicy
-    # Ignore: the webhook judges only pods naming our scheduler, and its outage blocks no pod.
+    ("batch.volcano.sh", "v1alpha1", "jobs", ["CREATE", "UPDATE"], ["CREATE"]),
+    ("scheduling.volcano.sh", "v1beta1", "queues", ["CREATE", "UPDATE", "DELETE"], ["CREATE"]),
+    ("scheduling.volcano.sh", "v1beta1", "podgroups", ["CREATE"], ["CREATE"]),
+    ("topology.volcano.sh", "v1alpha1", "hypernodes", ["CREATE", "UPDATE"], []),
     ("", "v1", "pods", ["CREATE"], []),
 ]
 IGNORED_FAILURES = frozenset({"pods"})
-# Pods that name their PodGroup are never judged (rules/pods.py); these labels mark the ones our
-# controller, KubeRay and the training operator create, so the API server skips the call for them.
-GANG_POD_LABELS = ("volcano.sh/job-name", "ray.io/cluster", "training.kubeflow.org/job-name")
-OBJECT_SELECTORS = {
-    "pods": {"matchExpressions": [{"key": key, "operator": "DoesNotExist"} for key in GANG_POD_LABELS]}
-}
 
 
 def configurations(
@@ -61,10 +65,8 @@ def configurations(
                     "port": service[2],
                     "path": f"/{path}",
                 }
-            selector = {"objectSelector": OBJECT_SELECTORS[resource]} if resource in OBJECT_SELECTORS else {}
             webhooks.append(
                 {
-                    **selector,
                     "name": f"{path}-{resource}.phalanx.volcano.sh",
                     "clientConfig": config,
                     "rules": [
@@ -103,14 +105,25 @@ def configurations(
 
 
 async def register(api: client.ApiClient, configs: list[dict[str, Any]]) -> None:
-    """Create each configuration, or replace it when it exists (a new caBundle after rotation)."""
+    """Create each configuration, or replace it when it exists (a new caBundle after rotation).
+
+    Replicas register at once: a replace that lost to another replica's (409) reads again and
+    replaces that, so the last writer's bundle stands, and every replica writes the same one.
+    """
     for config in configs:
         kind = KINDS[config["kind"]]
         try:
             await request(api, "POST", kind.collection(), body=config)
+            continue
         except ApiError as error:
             if error.status != 409:
                 raise
+        for attempt in range(REPLACE_ATTEMPTS):
             existing = await request(api, "GET", kind.item(None, NAME))
             config["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-            await request(api, "PUT", kind.item(None, NAME), body=config)
+            try:
+                await request(api, "PUT", kind.item(None, NAME), body=config)
+                break
+            except ApiError as error:
+                if error.status != 409 or attempt == REPLACE_ATTEMPTS - 1:
+                    raise

@@ -23,9 +23,12 @@ from typing import Any, Literal
 import orjson
 
 from shared.volcano import schema
+from shared.volcano.objects import KubeObject
 
 from .rules.context import AdmissionContext
 from .rules.errors import FieldError, MessageStyle, compose, with_causes
+from .rules.hypernodes import STYLE as HYPERNODE_STYLE
+from .rules.hypernodes import validate_hypernode
 from .rules.jobs import (
     CREATE_STYLE,
     UPDATE_STYLE,
@@ -60,6 +63,7 @@ OUR_KINDS = {
     ("batch.volcano.sh", "Job"): "jobs",
     ("scheduling.volcano.sh", "Queue"): "queues",
     ("scheduling.volcano.sh", "PodGroup"): "podgroups",
+    ("topology.volcano.sh", "HyperNode"): "hypernodes",
 }
 
 
@@ -136,8 +140,7 @@ def _pod_review(request: Mapping[str, Any], ctx: AdmissionContext, webhook: Webh
 
 
 def _name_of(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata")
-    return schema.shown(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+    return schema.shown(KubeObject(obj).name)
 
 
 def _schema_denial(violations: list[schema.SchemaViolation], details: Mapping[str, Any]) -> dict[str, Any]:
@@ -150,8 +153,8 @@ def _schema_denial(violations: list[schema.SchemaViolation], details: Mapping[st
 
 
 def _mutation(resource: str, operation: str, obj: Any, ctx: AdmissionContext) -> dict[str, Any]:
-    if operation != "CREATE":
-        return _allowed()  # Volcano mutates on CREATE only
+    if operation != "CREATE" or resource == "hypernodes":
+        return _allowed()  # Volcano mutates on CREATE only, and never a HyperNode
     defaulters: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "jobs": lambda job: default_job(job, scheduler_name=ctx.scheduler_name),
         "queues": default_queue,
@@ -187,12 +190,14 @@ def _validation(
     elif resource == "queues" and operation == "UPDATE" and isinstance(old, dict):
         errors, style = validate_queue_update(old, new, ctx), QUEUE_STYLE
     elif resource == "queues" and operation == "DELETE":
-        name = str(request.get("name") or ((old or {}).get("metadata") or {}).get("name") or "")
+        name = str(request.get("name") or KubeObject(old or {}).name)
         errors, style, reason = validate_queue_delete(name, ctx), QUEUE_STYLE, "Forbidden"
     elif resource == "podgroups" and operation == "CREATE":
         errors, style = validate_podgroup_create(new, ctx), PODGROUP_STYLE
     elif resource == "podgroups" and operation == "UPDATE" and isinstance(old, dict):
         errors, style = validate_podgroup_update(old, new), PODGROUP_STYLE
+    elif resource == "hypernodes" and operation in ("CREATE", "UPDATE"):
+        errors, style = validate_hypernode(new), HYPERNODE_STYLE
     if not errors:
         return _allowed()
     message = with_causes(compose(errors, style), errors)

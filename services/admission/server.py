@@ -2,7 +2,8 @@
 
 Each request is size-checked, decoded, given its context, passed to the pure `review`, and the
 AdmissionReview written back. Every validation decision (allowed, or denied and why) is published
-on `audit.admission.*` without delaying the answer.
+on `audit.admission.*` without delaying the answer, once per review (its uid is the record's id),
+and never for a dry run.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from starlette.routing import Route
 from services.admission import review as core
 from services.admission.context_loader import ContextLoader, ContextUnavailable
 from shared import failpoints, tracing
-from shared.messages import subjects
-from shared.messages.audit import AuditRecorded
-from shared.messages.envelope import new_event
+from shared.messages.audit import AuditRecorded, audit_event
+from shared.volcano.keys import TRACEPARENT
+from shared.volcano.objects import KubeObject
 
 log = structlog.get_logger()
 REVIEWS = Counter("phalanx_admission_reviews_total", "Admission reviews.", ["webhook", "kind", "allowed"])
@@ -38,36 +39,31 @@ def build_app(loader: ContextLoader, publish: Publish | None, *, max_request_byt
     background: set[asyncio.Task[None]] = set()
 
     def audit(answer: dict[str, Any], review_in: dict[str, Any]) -> None:
-        if publish is None:
-            return
         req = review_in.get("request") or {}
-        obj = req.get("object") or req.get("oldObject") or {}
-        meta = obj.get("metadata") if isinstance(obj, dict) else None
-        meta = meta if isinstance(meta, dict) else {}
+        # A dry run creates nothing (webhooks are registered `sideEffects: None`): auditing it
+        # would show an operator an admission of an object that never existed.
+        if publish is None or req.get("dryRun") is True:
+            return
+        found = req.get("object") or req.get("oldObject") or {}
+        obj = KubeObject(found if isinstance(found, dict) else {})
         response = answer.get("response") or {}
         allowed = bool(response.get("allowed"))
         kind = str((req.get("kind") or {}).get("kind") or "")
         # A refused object's name may be anything; the audit subject carries at most a legal one.
-        name = str(meta.get("name") or req.get("name") or meta.get("generateName") or "")[:253]
+        name = str(obj.name or req.get("name") or obj.meta.get("generateName") or "")[:253]
         record = AuditRecorded(
             service="admission",
             action="admitted" if allowed else "denied",
             kind=kind,
             namespace=req.get("namespace") or None,
             name=name,
-            uid=meta.get("uid"),
+            uid=obj.uid or None,
             outcome="allowed" if allowed else "denied",
             message=(response.get("status") or {}).get("message", ""),
             details={"operation": req.get("operation"), "user": (req.get("userInfo") or {}).get("username")},
         )
-        event = new_event(record, source="phalanx/admission", event_id=f"admission:{req.get('uid')}")
-        task = asyncio.get_running_loop().create_task(
-            publish(
-                subjects.audit("admission", record.action, record.namespace, name or "-"),
-                event.to_bytes(),
-                event.id,
-            )
-        )
+        subject, event = audit_event(record, event_id=f"admission:{req.get('uid')}")
+        task = asyncio.get_running_loop().create_task(publish(subject, event.to_bytes(), event.id))
         background.add(task)
         task.add_done_callback(_forget(background))
 
@@ -154,21 +150,22 @@ def _start_trace(answer: dict[str, Any], review_in: dict[str, Any]) -> None:
         or not isinstance(obj.get("metadata"), dict)
     ):
         return
-    meta = obj["metadata"]
+    job = KubeObject(obj)
     context = tracing.start(
         "admission: Job admitted",
-        {"k8s.namespace.name": str(request.get("namespace") or ""), "k8s.job.name": str(meta.get("name"))},
+        {
+            "k8s.namespace.name": str(request.get("namespace") or ""),
+            "k8s.job.name": str(job.meta.get("name")),
+        },
     )
     operations = orjson.loads(base64.b64decode(response["patch"])) if response.get("patch") else []
-    if isinstance(meta.get("annotations"), dict) or any(
+    if isinstance(job.meta.get("annotations"), dict) or any(
         op.get("path") == "/metadata/annotations" for op in operations
     ):
-        key = tracing.TRACEPARENT_ANNOTATION.replace("~", "~0").replace("/", "~1")
+        key = TRACEPARENT.replace("~", "~0").replace("/", "~1")
         operations.append({"op": "add", "path": f"/metadata/annotations/{key}", "value": context})
     else:
-        operations.append(
-            {"op": "add", "path": "/metadata/annotations", "value": {tracing.TRACEPARENT_ANNOTATION: context}}
-        )
+        operations.append({"op": "add", "path": "/metadata/annotations", "value": {TRACEPARENT: context}})
     response["patchType"] = "JSONPatch"
     response["patch"] = base64.b64encode(orjson.dumps(operations)).decode("ascii")
 

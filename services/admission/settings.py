@@ -39,6 +39,20 @@ class AdmissionSettings(ServiceSettings):
     cert_check_seconds: float = Field(
         30, gt=0, description="How often supplied certificate files are looked at for changes."
     )
+    cert_secret: str | None = Field(
+        None,
+        description="A Secret the replicas keep their one generated CA and serving certificate in "
+        "(created by the first replica, renewed by whichever finds it due); unset: each keeps its "
+        "own in cert_dir, which suits one replica only.",
+    )
+    cert_secret_namespace: str | None = Field(
+        None, description="Namespace of cert_secret; unset means service_namespace."
+    )
+    reuse_port: bool = Field(
+        False,
+        description="Listen with SO_REUSEPORT, so replicas on one host share the webhook's port "
+        "and the kernel spreads the API server's connections over them (phalanx up --scale).",
+    )
     webhook_url: str | None = Field(
         None,
         description="Base URL the API server calls (e.g. https://127.0.0.1:8443); else a Service reference.",

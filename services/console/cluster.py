@@ -1,4 +1,4 @@
-"""What the console reads from the Kubernetes API: a Job's tasks and its PodGroup's conditions.
+"""Shell: what the console reads from the Kubernetes API: a Job's tasks and its PodGroup's conditions.
 
 Read-only GETs; a missing object or an unreachable API gives an empty answer, since the page still
 has the database's view to show.
@@ -7,31 +7,15 @@ has the database's view to show.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client
 
+from services.console.page_rows import Condition, TaskRow
 from shared.kube.client import ApiError, request
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/{namespace}/jobs/{name}"
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
-
-
-@dataclass
-class TaskSpec:
-    name: str
-    replicas: int
-    min_available: int | None
-
-
-@dataclass
-class Condition:
-    type: str
-    status: str
-    reason: str
-    message: str
-    time: str
 
 
 class ClusterReader:
@@ -43,10 +27,10 @@ class ClusterReader:
             return await request(self.api, "GET", path, timeout=5.0)
         return {}
 
-    async def tasks(self, namespace: str, name: str) -> list[TaskSpec]:
+    async def tasks(self, namespace: str, name: str) -> list[TaskRow]:
         job = await self._get(JOBS.format(namespace=namespace, name=name))
         return [
-            TaskSpec(str(t.get("name", "")), int(t.get("replicas") or 0), t.get("minAvailable"))
+            TaskRow(str(t.get("name", "")), int(t.get("replicas") or 0), t.get("minAvailable"))
             for t in (job.get("spec") or {}).get("tasks") or []
         ]
 

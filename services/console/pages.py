@@ -8,13 +8,12 @@ when the audit stream says something changed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from services.console.cluster import Condition, TaskSpec
-from services.console.read_model import JobDetail, JobRow, NodeView, QueueView
+from services.console.page_rows import Condition, JobDetail, JobRow, NodeView, QueueSummary, TaskRow
 
 PAGES = (("/queues", "Queues"), ("/jobs", "Jobs"), ("/nodes", "Nodes"))
 # The jobs list's age filter: created within this long.
@@ -116,16 +115,15 @@ def share_chart(samples: list[tuple[datetime, float]], now: datetime, hours: flo
 
 
 def queues_page(
-    queues: list[QueueView],
+    queues: list[QueueSummary],
     total: dict[str, int],
     history: dict[str, list[tuple[datetime, float]]] | None = None,
     *,
-    now: datetime | None = None,
+    now: datetime,
     hours: float = 6,
 ) -> str:
     """`total`: the cluster's schedulable resources, the bar's end for a queue without capability;
     `history`: each queue's share samples of the last `hours`."""
-    now = now or datetime.now(UTC)
     history = history or {}
     rows = []
     for q in queues:
@@ -184,9 +182,9 @@ def jobs_page(
     jobs: list[JobRow],
     filters: dict[str, str | None],
     choices: dict[str, list[str]],
-    now: datetime | None = None,
+    *,
+    now: datetime,
 ) -> str:
-    now = now or datetime.now(UTC)
     form = (
         '<form class="filters" method="get" action="/jobs" aria-label="Filter jobs">'
         + "".join(
@@ -215,7 +213,7 @@ def job_href(namespace: str, name: str) -> str:
 
 
 def job_page(
-    detail: JobDetail, tasks: list[TaskSpec], conditions: list[Condition], timeline: list[dict[str, Any]]
+    detail: JobDetail, tasks: list[TaskRow], conditions: list[Condition], timeline: list[dict[str, Any]]
 ) -> str:
     job = detail.job
     running = sum(1 for p in detail.pods if p.node and p.phase in ("Pending", "Running"))

@@ -1,112 +1,31 @@
-"""What the console shows from PostgreSQL, read as `phalanx_reader`: queues, jobs, pods, nodes, verdicts,
-and each queue's share over the last hours (sampled by the scheduler into queue_share_history).
-
-Plain queries into plain dataclasses; the pages module renders them. Resource amounts are the
-scheduler's milli-units (cpu 1000 = one core, memory 1000 = one byte), as the ingester stores them.
+"""Shell: what the console shows from PostgreSQL, read as `phalanx_reader`: queues, jobs, pods, nodes,
+verdicts, and each queue's share over the last hours (sampled by the scheduler into
+queue_share_history). Plain queries into the plain rows of page_rows.py, which pages.py renders.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from services.console.page_rows import (
+    JobDetail,
+    JobRow,
+    NodeView,
+    PodRow,
+    QueueSummary,
+    Verdict,
+    add_into,
+    roll_up,
+)
+
 # Pods on a node that hold its resources (a bound pod not yet running holds them too).
 _HOLDING = "p.node_name IS NOT NULL AND NOT p.deleted AND p.phase IN ('Pending', 'Running')"
 WAITING_GANG_PHASES = ("Pending", "Inqueue")
-
-
-def add_into(total: dict[str, int], amounts: dict[str, Any] | None) -> None:
-    for name, amount in (amounts or {}).items():
-        total[name] = total.get(name, 0) + int(amount)
-
-
-@dataclass
-class QueueView:
-    name: str
-    parent: str | None
-    weight: int
-    state: str
-    capability: dict[str, int]
-    deserved: dict[str, int]
-    guarantee: dict[str, int]
-    allocated: dict[str, int] = field(default_factory=dict)
-    pending_gangs: int = 0
-    running_gangs: int = 0
-
-
-def roll_up(queues: dict[str, QueueView]) -> list[QueueView]:
-    """A parent queue holds what its children hold (Volcano's hierarchy): add each up the chain."""
-    own = {name: (dict(q.allocated), q.pending_gangs, q.running_gangs) for name, q in queues.items()}
-    for name, (allocated, pending, running) in own.items():
-        seen = {name}
-        parent = queues[name].parent
-        while parent in queues and parent not in seen:  # a cycle in bad data stops here
-            seen.add(parent)
-            ancestor = queues[parent]
-            add_into(ancestor.allocated, allocated)
-            ancestor.pending_gangs += pending
-            ancestor.running_gangs += running
-            parent = ancestor.parent
-    return list(queues.values())
-
-
-@dataclass
-class JobRow:
-    uid: str
-    namespace: str
-    name: str
-    phase: str
-    queue: str
-    min_member: int
-    created_at: datetime | None
-    updated_at: datetime | None
-    podgroup: str
-
-
-@dataclass
-class PodRow:
-    name: str
-    task: str | None
-    phase: str
-    node: str | None
-
-
-@dataclass
-class Verdict:
-    reason: str
-    condition_reason: str
-    message: str
-    updated_at: datetime | None
-
-
-@dataclass
-class JobDetail:
-    job: JobRow
-    podgroup_uid: str | None
-    podgroup_phase: str | None
-    pods: list[PodRow]
-    verdict: Verdict | None
-
-
-@dataclass
-class NodeView:
-    name: str
-    allocatable: dict[str, int]
-    used: dict[str, int]
-    cordoned: bool
-    ready: bool
-
-    def load(self) -> float:
-        """The fullest resource's share in use (0..1), the cell's heat."""
-        shares = [
-            self.used.get(k, 0) / v for k, v in self.allocatable.items() if v and k in ("cpu", "memory")
-        ]
-        return min(1.0, max(shares, default=0.0))
 
 
 class ReadModel:
@@ -120,9 +39,9 @@ class ReadModel:
     async def ping(self) -> None:
         await self._rows("SELECT 1")
 
-    async def queues(self) -> list[QueueView]:
+    async def queues(self) -> list[QueueSummary]:
         queues = {
-            row["name"]: QueueView(
+            row["name"]: QueueSummary(
                 row["name"],
                 row["parent"],
                 row["weight"],

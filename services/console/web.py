@@ -20,7 +20,8 @@ from fastapi.staticfiles import StaticFiles
 from services.console import pages
 from services.console.audit_feed import AuditFeed
 from services.console.cluster import ClusterReader
-from services.console.read_model import ReadModel, add_into
+from services.console.page_rows import add_into
+from services.console.read_model import ReadModel
 
 STATIC = Path(__file__).parent / "static"
 COOKIE = "phalanx_console_token"
@@ -64,7 +65,9 @@ def create_app(
             if node.ready and not node.cordoned:
                 add_into(total, node.allocatable)
         history = await model.share_history(SHARE_HOURS)
-        body = pages.queues_page(await model.queues(), total, history, hours=SHARE_HOURS)
+        body = pages.queues_page(
+            await model.queues(), total, history, now=datetime.now(UTC), hours=SHARE_HOURS
+        )
         return page(request, "Queues", "/queues", body)
 
     @app.get("/jobs")
@@ -87,7 +90,7 @@ def create_app(
             "queue": [q.name for q in await model.queues()],
             "phase": sorted({*phases, "Pending", "Running", "Completed", "Failed"}),
         }
-        return page(request, "Jobs", "/jobs", pages.jobs_page(found, filters, choices))
+        return page(request, "Jobs", "/jobs", pages.jobs_page(found, filters, choices, now=datetime.now(UTC)))
 
     @app.get("/jobs/{namespace}/{name}")
     async def job(request: Request, namespace: str, name: str) -> Response:

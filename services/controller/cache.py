@@ -19,31 +19,23 @@ from typing import Any
 
 from services.controller.core.jobstate import PodView
 from services.controller.core.observe import pod_view
+from shared.volcano.objects import KubeObject, PodObject
 from shared.volcano.redaction import redact_env
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); cluster-scoped objects use ""
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-
 
 def key_of(obj: Json) -> Key:
-    meta = obj.get("metadata") or {}
-    return (meta.get("namespace") or "", meta["name"])
+    return KubeObject(obj).key
 
 
 def version_of(obj: Json) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+    return KubeObject(obj).version
 
 
 def controller_uid(obj: Json) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
+    return KubeObject(obj).controller_uid
 
 
 class Cache:
@@ -81,45 +73,46 @@ class Cache:
 
         Raises `Cache.Stale` when `obj` is not newer, so callers skip their reaction to it.
         """
-        key = key_of(obj)
+        view = PodObject(obj)  # any kind: a PodObject only adds what a pod is indexed by
+        key, uid, version = view.key, view.uid, view.version
         held = self._objects[kind].get(key)
-        uid = (obj.get("metadata") or {}).get("uid", "")
+        held_view = None if held is None else PodObject(held)
         if kind == "Job":
             redact_env(obj)
-        if held is not None and version_of(held) >= version_of(obj):
+        if held_view is not None and held_view.version >= version:
             raise Cache.Stale()
-        if held is None and self._tombstones.get((kind, uid), -1) >= version_of(obj):
+        if held is None and self._tombstones.get((kind, uid), -1) >= version:
             raise Cache.Stale()
-        if held is None and self._listed_at.get(kind, -1) >= version_of(obj):
+        if held is None and self._listed_at.get(kind, -1) >= version:
             raise Cache.Stale()
         self._objects[kind][key] = obj
         self._by_uid[kind][uid] = key
         if kind == "Pod":
-            self._index_pod(key, held, obj)
+            self._index_pod(key, held_view, view)
         return held
 
     def remove(self, kind: str, obj: Json) -> Json | None:
-        key = key_of(obj)
+        view = KubeObject(obj)
+        key, uid = view.key, view.uid
         held = self._objects[kind].get(key)
-        uid = (obj.get("metadata") or {}).get("uid", "")
-        if held is not None and (held.get("metadata") or {}).get("uid") != uid:
+        if held is not None and KubeObject(held).uid != uid:
             raise Cache.Stale()  # a newer object of the same name replaced it
-        self._tombstones[(kind, uid)] = version_of(obj)
+        self._tombstones[(kind, uid)] = view.version
         if held is None:
             raise Cache.Stale()
         del self._objects[kind][key]
         self._by_uid[kind].pop(uid, None)
         if kind == "Pod":
-            self._index_pod(key, held, None)
+            self._index_pod(key, PodObject(held), None)
             self._pod_views.pop(key, None)
         return held
 
     def undo(self, kind: str, obj: Json, old: Json | None, *, deleted: bool) -> None:
         """Take back a `put` (or `remove`) of `obj` whose reaction failed, so that the event's
         redelivery is news again; left alone when something newer came meanwhile."""
-        key = key_of(obj)
+        view = KubeObject(obj)
+        key, uid = view.key, view.uid
         held = self._objects[kind].get(key)
-        uid = (obj.get("metadata") or {}).get("uid", "")
         if deleted:
             if held is not None or old is None:
                 return
@@ -127,7 +120,7 @@ class Cache:
             self._objects[kind][key] = old
             self._by_uid[kind][uid] = key
             if kind == "Pod":
-                self._index_pod(key, None, old)
+                self._index_pod(key, None, PodObject(old))
             return
         if held is not obj:
             return
@@ -136,17 +129,16 @@ class Cache:
             self._by_uid[kind].pop(uid, None)
         else:
             self._objects[kind][key] = old
-            self._by_uid[kind][(old.get("metadata") or {}).get("uid", "")] = key
+            self._by_uid[kind][KubeObject(old).uid] = key
         if kind == "Pod":
-            self._index_pod(key, obj, old)
+            self._index_pod(key, PodObject(obj), None if old is None else PodObject(old))
             self._pod_views.pop(key, None)
 
-    def _index_pod(self, key: Key, old: Json | None, new: Json | None) -> None:
-        for obj, add in ((old, False), (new, True)):
-            if obj is None:
+    def _index_pod(self, key: Key, old: PodObject | None, new: PodObject | None) -> None:
+        for pod, add in ((old, False), (new, True)):
+            if pod is None:
                 continue
-            owner = controller_uid(obj)
-            group = ((obj.get("metadata") or {}).get("annotations") or {}).get(GROUP_ANNOTATION)
+            owner, group = pod.controller_uid, pod.group_name
             for index, index_key in ((self._owned, owner), (self._grouped, (key[0], group))):
                 if index_key and index_key[-1]:
                     (index[index_key].add if add else index[index_key].discard)(key)  # type: ignore[index]

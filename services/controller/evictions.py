@@ -27,8 +27,8 @@ FIRST_PAUSE_SECONDS = 0.5
 LONGEST_PAUSE_SECONDS = 4.0
 # Without a deadline in the decision (an older scheduler), retries stop after this long.
 DEFAULT_WINDOW = timedelta(seconds=15)
-Refused = Callable[[msg.Eviction, str], Awaitable[None]]
-Evicted = Callable[[msg.Eviction], Awaitable[None]]
+Refused = Callable[[msg.PodEviction, str], Awaitable[None]]
+Evicted = Callable[[msg.PodEviction], Awaitable[None]]
 
 
 class Evictor:
@@ -39,7 +39,7 @@ class Evictor:
 
     async def evict_all(
         self,
-        evictions: Sequence[msg.Eviction],
+        evictions: Sequence[msg.PodEviction],
         valid_until: datetime | None,
         *,
         on_evicted: Evicted,
@@ -55,7 +55,7 @@ class Evictor:
                 task.add_done_callback(self._retries.discard)
         return [outcome for outcome, _ in outcomes]
 
-    async def _attempt(self, eviction: msg.Eviction) -> tuple[str, str]:
+    async def _attempt(self, eviction: msg.PodEviction) -> tuple[str, str]:
         try:
             done = await self._kube.evict(eviction.namespace, eviction.name, eviction.uid)
         except EvictionRefused as refused:
@@ -64,7 +64,7 @@ class Evictor:
 
     async def _retry(
         self,
-        eviction: msg.Eviction,
+        eviction: msg.PodEviction,
         why: str,
         deadline: datetime,
         on_evicted: Evicted,

@@ -3,8 +3,13 @@
 Create treats AlreadyExists as done, delete treats NotFound as done, binding treats "already bound
 to that node" as done; binds and evictions name the pod's uid as a precondition, so they never
 touch a newer pod of the same name. A status write is a merge patch of the status subresource.
-Every response that returns an object is handed to `on_written` so the cache sees the
-controller's own writes before the watch delivers them.
+Binds have connections of their own (`binds`, a second client in app.py): a scheduler decision
+must be carried out within its window, and on a busy controller the shared connections queue
+behind pod creates and their admission webhooks for seconds. Events are queued and written on a
+client of their own too (`events`; event_recorder.py), behind everything else. Every response that returns an
+object is handed to `on_written` so the cache sees the
+controller's own writes before the watch delivers them. Every write first asks `guard`, which a
+sharded replica sets to refuse writes for a job whose shard it no longer holds (shard_leases.py).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from services.controller.cache import version_of
 from services.controller.event_recorder import EventRecorder
 from shared.kube.client import ApiError, request
 from shared.kube.kinds import KINDS
+from shared.volcano.objects import KubeObject
 
 log = structlog.get_logger()
 Json = dict[str, Any]
@@ -30,6 +36,10 @@ class EvictionRefused(Exception):
     """429 from pods/eviction: a PodDisruptionBudget does not allow the disruption now."""
 
 
+def _always_allowed() -> None:
+    return None
+
+
 def _refusal(error: ApiError) -> str:
     causes = (error.body.get("details") or {}).get("causes") or []
     told = "; ".join(str(c.get("message")) for c in causes if c.get("message"))
@@ -38,15 +48,25 @@ def _refusal(error: ApiError) -> str:
 
 
 class KubeWrites:
-    def __init__(self, api: client.ApiClient, on_written: Callable[[Json], None]) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        on_written: Callable[[Json], None],
+        *,
+        binds: client.ApiClient | None = None,
+        events: client.ApiClient | None = None,
+    ) -> None:
         self._api = api
+        self._binds = binds or api
         self._on_written = on_written
-        self.events = EventRecorder(api)
+        self.events = EventRecorder(events or api)
+        self.guard: Callable[[], None] = _always_allowed
 
     async def create(self, obj: Json) -> Json | None:
         """Create `obj`; None when it already existed."""
+        self.guard()
         kind = KINDS[obj["kind"]]
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = KubeObject(obj).namespace
         try:
             created = await request(self._api, "POST", kind.collection(namespace), body=obj)
         except ApiError as error:
@@ -57,6 +77,7 @@ class KubeWrites:
         return created
 
     async def delete(self, kind_name: str, namespace: str | None, name: str, **options: Any) -> bool:
+        self.guard()
         kind = KINDS[kind_name]
         body = {"apiVersion": "v1", "kind": "DeleteOptions", **options} if options else None
         try:
@@ -71,6 +92,7 @@ class KubeWrites:
         self, kind_name: str, namespace: str | None, name: str, patch: Json, *, subresource: str = ""
     ) -> Json | None:
         kind = KINDS[kind_name]
+        self.guard()
         try:
             patched = await request(
                 self._api,
@@ -95,6 +117,7 @@ class KubeWrites:
         that has since completed), so this is a JSON Patch that replaces `/status` as one value.
         """
         kind = KINDS[kind_name]
+        self.guard()
         try:
             written = await request(
                 self._api,
@@ -112,8 +135,9 @@ class KubeWrites:
 
     async def replace(self, obj: Json) -> Json:
         kind = KINDS[obj["kind"]]
-        meta = obj["metadata"]
-        replaced = await request(self._api, "PUT", kind.item(meta.get("namespace"), meta["name"]), body=obj)
+        self.guard()
+        view = KubeObject(obj)
+        replaced = await request(self._api, "PUT", kind.item(view.namespace, view.name), body=obj)
         self._on_written(replaced)
         return replaced
 
@@ -124,6 +148,7 @@ class KubeWrites:
         for a pod that was since replaced by one of the same name (a restarted job reuses names)
         finds it "gone" rather than binding the newcomer.
         """
+        self.guard()
         binding = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -131,14 +156,14 @@ class KubeWrites:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            await request(self._api, "POST", KINDS["Pod"].item(namespace, name, "binding"), body=binding)
+            await request(self._binds, "POST", KINDS["Pod"].item(namespace, name, "binding"), body=binding)
         except ApiError as error:
             if error.status == 404:
                 return "gone"
             if error.status != 409:
                 raise
             pod = await self.get("Pod", namespace, name)
-            if pod is None or (pod.get("metadata") or {}).get("uid") != uid:
+            if pod is None or KubeObject(pod).uid != uid:
                 return "gone"
             return "already" if (pod.get("spec") or {}).get("nodeName") == node else "elsewhere"
         return "bound"
@@ -146,6 +171,7 @@ class KubeWrites:
     async def evict(self, namespace: str, name: str, uid: str) -> bool:
         """Evict the pod of this uid; False when it is gone or was replaced by a newer namesake.
         EvictionRefused (429) when its disruption budget forbids it for now."""
+        self.guard()
         eviction = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",

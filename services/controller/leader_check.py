@@ -14,10 +14,13 @@ its `valid_until` (set by the scheduler from the same database clock) has not pa
 
 Checks that arrive together share one query (shared/batching.py).
 
-A decision's binds may wait for a free bind slot after the check passed, so each bind asks again
-(`expired`) just before it is sent, against the database clock as last read: the local clock plus
-the offset of the last query, measured from before the query was sent, so that the estimate of
-the database's time errs late and a bind is never sent after its decision ran out.
+A decision's binds may wait for a free bind slot after the check passed, so the first bind of a
+gang's decision asks again (`expired`) just before it is sent; once one is sent the decision has
+begun and its other binds are sent however late (gangs.py), since the scheduler keeps counting a
+begun decision's binds. Only expiry yields to "begun"; an epoch refusal never does. The check is
+against the database clock as last read: the local clock plus the offset of the last query,
+measured from before the query was sent, so that the estimate of the database's time errs late
+and no decision begins after it ran out.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 - `volcano_queue_pod_group_<phase>_count{queue_name}`: counted from the controller's cache when
   Prometheus scrapes, so the figure is always the cache's truth and no event can leave it stale.
+  Every replica's cache holds the whole cluster, so only the replica holding the cluster-scoped
+  shard reports them: the others' would count each PodGroup again under `sum`.
 - `volcano_job_completed_phase_count` / `volcano_job_failed_phase_count{job_name,queue_name}`:
   counted when a job's phase record (jobs.py) moves to Completed or Failed.
 - `volcano_controller_job_to_pod_creation_latency_milliseconds`: from the Job's creation to each of
@@ -13,7 +15,7 @@ app.py hands the cache over with `count_podgroups_of(cache)`; docs/observability
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -23,6 +25,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import INF
 
 from shared.metrics import BareCounter
+from shared.volcano.objects import JobObject, QueueObject
 
 # PodGroup phases Volcano's queue controller counts, and the word each has in the metric's name.
 PODGROUP_PHASES = {
@@ -44,10 +47,12 @@ JOB_TO_POD_CREATION = Histogram(
     buckets=(*(5 * 2**i for i in range(15)), INF),
 )
 # The partial-gang guard: decisions the controller would not carry out, so that a deposed or
-# stale scheduler never binds part of a gang. `reason`: the lease check's (docs/leadership) or `stale`.
+# stale scheduler never binds part of a gang. `reason`: the lease check's (docs/leadership),
+# `stale` or `superseded`.
 DECISIONS_REFUSED = Counter(
     "phalanx_controller_decisions_refused",
-    "Scheduler decisions refused: from a scheduler no longer holding the lease, or older than one applied.",
+    "Scheduler decisions refused: from a scheduler no longer holding the lease, older than one applied, "
+    "or superseded by a newer decision of the gang (skipped unread).",
     ["reason"],
 )
 
@@ -61,12 +66,13 @@ class PodGroupCounts(Collector):
 
     def __init__(self) -> None:
         self.cache: _Objects | None = None
+        self.reports: Callable[[], bool] = lambda: True
 
     def collect(self) -> Iterator[Metric]:
         tally: Tally[tuple[str, str]] = Tally()
         queues: set[str] = set()
-        if self.cache is not None:
-            queues = {q["metadata"]["name"] for q in self.cache.all("Queue")}
+        if self.cache is not None and self.reports():
+            queues = {QueueObject(q).name for q in self.cache.all("Queue")}
             for podgroup in self.cache.all("PodGroup"):
                 queue = (podgroup.get("spec") or {}).get("queue") or "default"
                 phase = (podgroup.get("status") or {}).get("phase") or "Pending"
@@ -87,9 +93,11 @@ _PODGROUP_COUNTS = PodGroupCounts()
 REGISTRY.register(_PODGROUP_COUNTS)
 
 
-def count_podgroups_of(cache: _Objects) -> None:
-    """Count PodGroups from `cache` from now on (one controller per process)."""
+def count_podgroups_of(cache: _Objects, *, reports: Callable[[], bool] = lambda: True) -> None:
+    """Count PodGroups from `cache` from now on (one controller per process), at the scrapes when
+    `reports()` says this replica is the one that reports them; at the others, no sample."""
     _PODGROUP_COUNTS.cache = cache
+    _PODGROUP_COUNTS.reports = reports
 
 
 def job_finished(phase: str, namespace: str, name: str, queue: str) -> None:
@@ -100,7 +108,7 @@ def job_finished(phase: str, namespace: str, name: str, queue: str) -> None:
 
 
 def pod_created(job: dict[str, Any], now: datetime) -> None:
-    created = (job.get("metadata") or {}).get("creationTimestamp")
+    created = JobObject(job).creation_timestamp
     if not created:
         return
     try:

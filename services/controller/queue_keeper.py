@@ -19,11 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.controller.cache import Cache
 from services.controller.coalesce import Coalescer
-from services.controller.core import keys
 from services.controller.core.commands import decide_command
-from services.controller.core.queues import QueueView, queue_status_patch, queue_transition
+from services.controller.core.queues import QueueLifecycleState, queue_status_patch, queue_transition
 from services.controller.kube_writes import KubeWrites
+from shared.volcano import keys
 from shared.volcano.enums import Action
+from shared.volcano.objects import JobObject, KubeObject, QueueObject
 
 log = structlog.get_logger()
 Json = dict[str, Any]
@@ -65,7 +66,7 @@ class QueueKeeper:
 
     async def ensure_builtin_queues(self) -> None:
         for queue in BUILTIN_QUEUES:
-            if self._cache.get("Queue", ("", queue["metadata"]["name"])) is None:
+            if self._cache.get("Queue", ("", QueueObject(queue).name)) is None:
                 await self._kube.create(copy.deepcopy(queue))
 
     async def queue_changed(self, queue: Json) -> None:
@@ -84,19 +85,19 @@ class QueueKeeper:
     async def _apply(self, queue: Json, action: str, parent_state: str | None = None) -> None:
         """`parent_state`: the parent's new state when the parent's own transition asks for this
         one (the cache may not show the parent's status write yet)."""
-        name = queue["metadata"]["name"]
-        parent_name = (queue.get("spec") or {}).get("parent") or ""
+        queue_object = QueueObject(queue)
+        name, parent_name = queue_object.name, queue_object.parent
         parent = self._cache.get("Queue", ("", parent_name)) if parent_name else None
         if parent_state is None and parent is not None:
-            parent_state = (parent.get("status") or {}).get("state")
+            parent_state = QueueObject(parent).state or None
         groups = sum(
             1
             for pg in self._cache.all("PodGroup")
             if ((pg.get("spec") or {}).get("queue") or "default") == name
         )
-        view = QueueView.from_manifest(queue, groups)
+        view = QueueLifecycleState.from_manifest(queue, groups)
         children = tuple(
-            QueueView.from_manifest(q, 0)
+            QueueLifecycleState.from_manifest(q, 0)
             for q in self._cache.all("Queue")
             if (q.get("spec") or {}).get("parent") == name
         )
@@ -126,25 +127,25 @@ class QueueKeeper:
                 await self._apply(held, Action.OPEN_QUEUE, parent_state=result.state)
 
     async def command_added(self, command: Json) -> None:
-        meta = command["metadata"]
+        view = KubeObject(command)
         first_time = await self._claim(command)
-        await self._kube.delete("Command", meta.get("namespace"), meta["name"])
+        await self._kube.delete("Command", view.namespace, view.name)
         if not first_time:
             return
         decision = decide_command(command)
         if decision.kind == "job":
             job = self._cache.get("Job", (decision.namespace, decision.name))
             if job is not None:
-                await self._job_command(job["metadata"]["uid"], decision.action)
+                await self._job_command(JobObject(job).uid, decision.action)
         elif decision.kind == "queue":
             queue = self._cache.get("Queue", ("", decision.name))
             if queue is not None:
                 await self._apply(queue, decision.action)
         else:
-            log.warning("command ignored", command=meta["name"], reason=decision.reason)
+            log.warning("command ignored", command=view.name, reason=decision.reason)
 
     async def _claim(self, command: Json) -> bool:
-        meta = command["metadata"]
+        view = KubeObject(command)
         target = command.get("target") or {}
         async with self._sessions() as session, session.begin():
             claimed = (
@@ -155,9 +156,9 @@ class QueueKeeper:
                         "ON CONFLICT (uid) DO NOTHING RETURNING uid"
                     ),
                     {
-                        "uid": meta["uid"],
-                        "namespace": meta.get("namespace") or "",
-                        "name": meta["name"],
+                        "uid": view.uid,
+                        "namespace": view.namespace,
+                        "name": view.name,
                         "action": str(command.get("action") or ""),
                         "target": f"{target.get('kind')}/{target.get('name')}",
                     },

@@ -4,12 +4,15 @@ Runs while this process leads (see leadership.py), once per period or sooner whe
 reports new work. Each cycle reads one consistent snapshot, calls the pure `plan_cycle`, and
 writes, in one transaction fenced by the leader's epoch: the decisions (enqueue, bind, evict), the
 verdicts for unplaced gangs, and the messages that announce them into the outbox — one message
-per gang, never one per pod. The outbox relay publishes them after the commit.
+per gang, never one per pod (what the plan becomes is the pure core/cycle_records.py; this
+shell fences, expires and writes). The outbox relay publishes them after the commit.
 
 Each decision says by when (the database's clock) the controller may carry it out: half its
 time-to-live by default. A new leader does not cycle before ingest has caught up with the cluster
 (ingest_watermark.py), and an unconfirmed decision stops counting as allocated only once ingest
-has caught up past its time-to-live; the same fenced commit marks it expired.
+has caught up past its time-to-live; the same fenced commit marks it expired. A bind of a gang
+whose decision has begun (a sibling bind confirmed) counts longer, up to `decision_begun_ttl`:
+the controller carries every bind of a begun decision out, however late (decision_expiry.py).
 
 The configuration is volcano-scheduler.conf from a file (SCHEDULER_CONF_FILE) or else from the
 ConfigMap the ingester keeps in `scheduler_config`; a change is picked up at the next cycle. A
@@ -23,22 +26,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
-from collections import defaultdict
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import structlog
-from sqlalchemy import delete, insert, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.scheduler.core.config import SchedulerConf, load_conf
 from services.scheduler.core.cycle import plan_cycle
+from services.scheduler.core.cycle_records import CycleStamp, cycle_records
+from services.scheduler.core.fairshare import PLUGIN as FAIRSHARE
 from services.scheduler.core.plan import CyclePlan
-from services.scheduler.core.snapshot import Snapshot
+from services.scheduler.core.reservation import BackfillSettings
+from services.scheduler.core.snapshot import QueueUsage, Snapshot
+from services.scheduler.cycle_writes import expire as _expire
+from services.scheduler.cycle_writes import write_records as _write_records
+from services.scheduler.decision_backlog import DecisionBacklog
+from services.scheduler.decision_expiry import BEGUN_TTL_FACTOR, DecisionExpiry
+from services.scheduler.eviction_history import with_recent_evictions
 from services.scheduler.ingest_watermark import IngestWatermark
 from services.scheduler.leadership import Leadership, LostLeadership
 from services.scheduler.metrics import (
@@ -48,19 +57,22 @@ from services.scheduler.metrics import (
     LeadershipWatch,
     record_error,
 )
-from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
+from services.scheduler.queue_usage import UsageBook
+from services.scheduler.queue_usage import write as write_usage
+from services.scheduler.runtime_records import Runs, RuntimeRecords
+from services.scheduler.snapshot_reader import ReadResult, ShellMemory, read_snapshot
 from shared import failpoints, tracing
 from shared.clock import Clock
-from shared.messages import decisions as msg
-from shared.messages import subjects
 from shared.messages.audit import AuditRecorded
-from shared.messages.envelope import CloudEvent, EventData, new_event
-from shared.storage import outbox, tables
+from shared.storage import tables
+from shared.storage.unit_of_work import unit_of_work
+from shared.volcano.keys import TRACEPARENT
 
 log = structlog.get_logger()
-SOURCE = "phalanx/scheduler"
 # Where Volcano keeps the scheduler's configuration; named in the audit of a (re)load.
 CONF_NAMESPACE, CONF_NAME = "volcano-system", "volcano-scheduler-configmap"
+# How often the heap kept between cycles is frozen again (_freeze_heap), besides each full read.
+REFREEZE_CYCLES = 1000
 
 
 class CycleLoop:
@@ -77,10 +89,15 @@ class CycleLoop:
         conf_file: str | None = None,
         watermark: IngestWatermark | None = None,
         decision_window: float | None = None,
+        decision_begun_ttl: float | None = None,
+        backlog: DecisionBacklog | None = None,
     ) -> None:
         """`decision_window`: how long after its commit the controller may carry a decision out
         (half of `decision_ttl` unless given). `watermark`: ingest's progress; without one,
-        decisions expire at their time-to-live by this process's clock and cycles start at once."""
+        decisions expire at their time-to-live by this process's clock and cycles start at once.
+        `decision_begun_ttl`: how long an unconfirmed bind of a begun gang decision keeps
+        counting (ten times `decision_ttl` unless given, and never less than it). `backlog`: the
+        controller's decision queue; while it lags, no cycle runs (decision_backlog.py)."""
         self._sessions = sessions
         self._leadership = leadership
         self._clock = clock
@@ -90,15 +107,25 @@ class CycleLoop:
         self._window = timedelta(seconds=decision_window if decision_window is not None else decision_ttl / 2)
         if self._window >= self._ttl:
             raise ValueError("decision_window must be shorter than decision_ttl")
+        self._begun_ttl = timedelta(
+            seconds=decision_begun_ttl if decision_begun_ttl is not None else decision_ttl * BEGUN_TTL_FACTOR
+        )
+        if self._begun_ttl < self._ttl:
+            raise ValueError("decision_begun_ttl must not be shorter than decision_ttl")
         self._watermark = watermark
+        self._backlog = backlog
         self._gate: tuple[int | None, datetime | None] = (None, None)  # (epoch, caught up since)
         self._on_committed = on_committed
         self._conf_file = conf_file
         self._conf: SchedulerConf | None = None
+        self._planned_conf: SchedulerConf | None = None  # the configuration of the last plan
+        self._since_freeze = 0  # cycles since the kept heap was last frozen (_freeze_heap)
         self._conf_text: str | None = None
         self._conf_news: AuditRecorded | None = None  # a (re)load not yet on the audit stream
         self._wake = asyncio.Event()
         self.memory = ShellMemory()
+        self.runtimes = RuntimeRecords()  # reservation backfill only (runtime_records.py)
+        self.usage = UsageBook()  # fairshare only (queue_usage.py)
         self._mirror_epoch: int | None = None
         self.cycle = 0
         self.last_plan: CyclePlan | None = None
@@ -114,7 +141,7 @@ class CycleLoop:
             try:
                 leading = await self._leadership.try_acquire_or_renew()
                 self._leading.observe(self._leadership.epoch)
-                if leading and await self._caught_up():
+                if leading and await self._caught_up() and not await self._held_back():
                     await self.run_once()
             except asyncio.CancelledError:
                 raise
@@ -139,6 +166,11 @@ class CycleLoop:
                 await asyncio.sleep(rest)
             self._wake.clear()
 
+    async def _held_back(self) -> bool:
+        """Whether the controller lags so far behind that a decision made now would expire
+        before it is reached: then nothing new is decided this time (decision_backlog.py)."""
+        return self._backlog is not None and await self._backlog.held_back(epoch=self._leadership.epoch)
+
     async def _caught_up(self) -> bool:
         """Whether ingest has caught up with what was published before this leadership began.
 
@@ -157,13 +189,14 @@ class CycleLoop:
         caught = self._watermark.caught_up_as_of
         return caught is not None and since is not None and caught >= since
 
-    def _expire_before(self) -> datetime | None:
+    def _expire_before(self) -> DecisionExpiry | None:
         """Pending decisions created before this stop counting: past their time-to-live, and
-        ingest caught up with the cluster past that time, so a late bind has been seen."""
-        if self._watermark is None:
-            return self._clock.now() - self._ttl
-        caught = self._watermark.caught_up_as_of
-        return None if caught is None else caught - self._ttl
+        ingest caught up with the cluster past that time, so a late bind has been seen (a begun
+        gang decision's binds: past `decision_begun_ttl`)."""
+        caught = self._clock.now() if self._watermark is None else self._watermark.caught_up_as_of
+        if caught is None:
+            return None
+        return DecisionExpiry(caught - self._ttl, caught - self._begun_ttl, self._leadership.epoch)
 
     async def run_once(self) -> CyclePlan:
         started = time.perf_counter()
@@ -177,12 +210,41 @@ class CycleLoop:
             read = await read_snapshot(
                 session, now=self._clock.now(), expire_before=expire_before, memory=self.memory
             )
+        self._since_freeze += 1
+        if self.memory.mirror.full_read or self._since_freeze >= REFREEZE_CYCLES:
+            _freeze_heap()
+            self._since_freeze = 0
         read_done = time.perf_counter()
         conf = self._current_conf(read.conf_text)
-        plan = plan_cycle(read.snapshot, conf)
+        if self._nothing_to_do(read, conf):
+            # Nothing changed and nothing waits: the plan would be the last one again. Still
+            # fenced, and expiring what stopped counting, as every cycle does.
+            async with self._sessions() as session, session.begin():
+                await self._leadership.fence(session)
+                # Holding the leader row as a planning cycle's commit does: a link that dies here
+                # is the same fault (tests/integration/faults/test_blackholed_leader.py).
+                await failpoints.hit("sched.inside_fenced_commit")
+                await _expire(session, expire_before)
+            assert self.last_plan is not None
+            took = time.perf_counter() - started
+            self._metrics.record(self.last_plan, read.snapshot, took_seconds=took, now=self._clock.now())
+            return self.last_plan
+        self._planned_conf = conf
+        snapshot, runs = read.snapshot, None
+        if BackfillSettings.of(conf).mode != "none":  # runtime records feed reservation backfill
+            snapshot = await self.runtimes.prepare(self._sessions, snapshot, self._leadership.epoch)
+            runs = self.runtimes.changes(snapshot)
+        if conf.enabled(FAIRSHARE):  # usage over time, persisted by the leader (queue_usage.py)
+            snapshot = await self.usage.prepare(self._sessions, snapshot, self._leadership.epoch)
+        snapshot = await with_recent_evictions(self._sessions, snapshot, conf)  # preemptioncost's budgets
+        plan = plan_cycle(snapshot, conf, self.last_plan.node_base if self.last_plan is not None else None)
         planned = time.perf_counter()
         self.cycle += 1
-        await self._commit(plan, read.snapshot, read.verdicts, expire_before)
+        usage = self.usage.due(plan.queue_usage)
+        await self._commit(plan, read.snapshot, read.verdicts, expire_before, runs, usage)
+        if runs is not None:
+            self.runtimes.committed(runs)
+        self.usage.committed(plan.queue_usage, written=usage is not None)
         await failpoints.hit("sched.after_decide_commit")
         self._remember(plan, read.snapshot)
         self.last_plan = plan
@@ -192,6 +254,25 @@ class CycleLoop:
         CYCLE_PHASE_SECONDS.labels("commit").observe(done - planned)
         self._metrics.record(plan, read.snapshot, took_seconds=done - started, now=self._clock.now())
         return plan
+
+    def _nothing_to_do(self, read: ReadResult, conf: SchedulerConf) -> bool:
+        """Whether planning would only repeat the last plan: no row, pending decision or
+        configuration changed since it, it decided nothing, and every gang is settled (nothing
+        pending, nothing releasing: core/settled.py). Features that change with time alone
+        (fairshare's decaying usage, reservation backfill's estimates) always plan."""
+        last, settled = self.last_plan, read.snapshot.settled
+        return (
+            read.quiet
+            and last is not None
+            and conf is self._planned_conf
+            and self._conf_news is None
+            and settled is not None
+            and len(settled.uids) == len(read.snapshot.gangs)
+            and not (last.enqueued or last.binds or last.evictions or last.nominations)
+            and not (last.underfilled or last.released or last.predictions or last.preemptions)
+            and not conf.enabled(FAIRSHARE)
+            and BackfillSettings.of(conf).mode == "none"
+        )
 
     def _current_conf(self, stored: str | None) -> SchedulerConf:
         # A configured file wins over the ConfigMap; reading it each cycle picks up edits.
@@ -236,215 +317,44 @@ class CycleLoop:
         plan: CyclePlan,
         snapshot: Snapshot,
         recorded: Mapping[str, tuple[str, str, str]],
-        expire_before: datetime | None,
+        expire_before: DecisionExpiry | None,
+        runs: Runs | None = None,
+        usage: QueueUsage | None = None,
     ) -> None:
-        gangs = {g.uid: g for g in snapshot.gangs}
-        task_gang = {t.uid: g.uid for g in snapshot.gangs for t in g.tasks}
-        rows: list[dict[str, Any]] = []
-        events: list[tuple[str, CloudEvent[Any]]] = []
-
-        async with self._sessions() as session, session.begin():
+        """Write the plan's records (core/cycle_records.py) in one transaction fenced by the
+        leader's epoch, with the expiry of the decisions that stopped counting."""
+        async with unit_of_work(self._sessions, tables.SchedulerOutbox, wake=self._on_committed) as work:
+            session = work.session
             epoch = await self._leadership.fence(session)
-            cycle = self.cycle
+            await failpoints.hit("sched.inside_fenced_commit")  # holding the leader row
             fenced_at = self._leadership.fenced_at
             valid_until = fenced_at + self._window if fenced_at is not None else None
-            if expire_before is not None:
-                # The one place a decision stops counting: the snapshot just read left these out.
-                await session.execute(
-                    update(tables.Decision)
-                    .where(tables.Decision.state == "pending", tables.Decision.created_at <= expire_before)
-                    .values(state="expired")
-                )
-
-            def announce(data: EventData, what: str, gang_uid: str, audit: AuditRecorded) -> None:
-                gang = gangs[gang_uid]
-                event_id = f"{epoch}:{cycle}:{what}:{gang_uid}"
-                # A traced gang's decision is a step of its job's trace (shared/tracing.py).
-                context = tracing.step(
-                    f"scheduler: {what}",
-                    gang.annotations.get(tracing.TRACEPARENT_ANNOTATION),
-                    {"phalanx.gang": f"{gang.namespace}/{gang.name}", "phalanx.cycle": cycle},
-                )
-                subject = f"{gang.namespace}/{gang.name}"
-                events.append(
-                    (
-                        subjects.decision(gang.namespace, gang.name),
-                        new_event(
-                            data, source=SOURCE, event_id=event_id, subject=subject, traceparent=context
-                        ),
-                    )
-                )
-                events.append(
-                    (
-                        subjects.audit("scheduler", audit.action, gang.namespace, gang.name),
-                        new_event(audit, source=SOURCE, event_id=f"audit:{event_id}", traceparent=context),
-                    )
-                )
-
-            def base(gang_uid: str) -> dict[str, Any]:
-                gang = gangs[gang_uid]
-                return {
-                    "epoch": epoch,
-                    "cycle": cycle,
-                    "gang_uid": gang_uid,
-                    "namespace": gang.namespace,
-                    "podgroup": gang.name,
-                    "valid_until": valid_until,
-                }
-
-            def audit(action: str, gang_uid: str, details: dict[str, Any], **extra: Any) -> AuditRecorded:
-                gang = gangs[gang_uid]
-                return AuditRecorded(
-                    service="scheduler",
-                    action=action,
-                    kind="PodGroup",
-                    namespace=gang.namespace,
-                    name=gang.name,
-                    uid=gang_uid,
-                    # The queue on every event, so `phalanx events watch --queue` needs no other source.
-                    details={"queue": gang.queue, **details},
-                    **extra,
-                )
-
-            for gang_uid in plan.enqueued:
-                rows.append(_decision(epoch, cycle, "enqueue", gang_uid))
-                announce(
-                    msg.GangEnqueued(**base(gang_uid)),
-                    "enqueued",
-                    gang_uid,
-                    audit("enqueued", gang_uid, details={}),
-                )
-            for placed in plan.binds:
-                binds = tuple(
-                    msg.Bind(uid=b.task_uid, namespace=b.namespace, name=b.name, node=b.node)
-                    for b in placed.binds
-                )
-                rows.extend(
-                    _decision(epoch, cycle, "bind", placed.gang_uid, b.task_uid, b.node) for b in placed.binds
-                )
-                announce(
-                    msg.GangPlaced(**base(placed.gang_uid), binds=binds),
-                    "placed",
-                    placed.gang_uid,
-                    audit("placed", placed.gang_uid, details={"pods": {b.name: b.node for b in binds}}),
-                )
-            for victim_uid, evictions in _by_gang(plan, task_gang).items():
-                items = tuple(
-                    msg.Eviction(
-                        uid=e.task_uid,
-                        namespace=e.namespace,
-                        name=e.name,
-                        node=e.node,
-                        reason="release" if e.reason == "gang-release" else e.reason,
-                    )
-                    for e in evictions
-                )
-                rows.extend(
-                    _decision(epoch, cycle, "evict", victim_uid, e.task_uid, e.node) for e in evictions
-                )
-                preemptor = evictions[0].preemptor_gang_uid
-                announce(
-                    msg.PodsEvicted(**base(victim_uid), evictions=items, preemptor=preemptor),
-                    "evicted",
-                    victim_uid,
-                    audit(
-                        "evicted",
-                        victim_uid,
-                        reason=evictions[0].reason,
-                        details={
-                            "pods": [e.name for e in evictions],
-                            "preemptor": preemptor,
-                            "preemptor_name": (
-                                f"{gangs[preemptor].namespace}/{gangs[preemptor].name}"
-                                if preemptor in gangs
-                                else None
-                            ),
-                        },
-                    ),
-                )
-            verdict_rows: list[dict[str, Any]] = []
-            for verdict in plan.verdicts:
-                if verdict.gang_uid not in gangs:
-                    continue
-                queue = gangs[verdict.gang_uid].queue
-                previous = recorded.get(verdict.gang_uid)
-                if previous == (verdict.reason, verdict.message, queue):
-                    continue  # unchanged: a gang that waits for many cycles is written once
-                verdict_rows.append(
-                    {
-                        "gang_uid": verdict.gang_uid,
-                        "namespace": verdict.namespace,
-                        "name": verdict.name,
-                        "queue": queue,
-                        "reason": verdict.reason,
-                        "condition_reason": verdict.condition_reason,
-                        "message": verdict.message,
-                        "cycle": cycle,
-                    }
-                )
-                if previous is None or previous[1] != verdict.message:
-                    announce(
-                        msg.GangUnschedulable(
-                            **base(verdict.gang_uid),
-                            reason=verdict.reason,
-                            condition_reason=verdict.condition_reason,
-                            message=verdict.message,
-                        ),
-                        "unschedulable",
-                        verdict.gang_uid,
-                        audit(
-                            "unschedulable",
-                            verdict.gang_uid,
-                            outcome="pending",
-                            reason=verdict.reason,
-                            message=verdict.message,
-                            details={"fit_errors": verdict.fit_errors, "detail": verdict.detail},
-                        ),
-                    )
+            await _expire(session, expire_before)
             news = self._conf_news
-            if news is not None:
-                events.append(
-                    (
-                        subjects.audit("scheduler", news.action, news.namespace, news.name),
-                        new_event(news, source=SOURCE, event_id=f"audit:{epoch}:{cycle}:{news.action}"),
-                    )
-                )
-            if rows:
-                await session.execute(insert(tables.Decision), rows)
-            placed_uids = [p.gang_uid for p in plan.binds]
-            if placed_uids:
-                await session.execute(
-                    delete(tables.GangVerdict).where(tables.GangVerdict.gang_uid.in_(placed_uids))
-                )
-            if verdict_rows:
-                statement = pg_insert(tables.GangVerdict).values(verdict_rows)
-                statement = statement.on_conflict_do_update(
-                    index_elements=["gang_uid"],
-                    set_={
-                        c: statement.excluded[c]
-                        for c in (
-                            "namespace",
-                            "name",
-                            "queue",
-                            "reason",
-                            "condition_reason",
-                            "message",
-                            "cycle",
-                        )
-                    },
-                )
-                await session.execute(statement)
-            if events:
-                outbox.enqueue_many(session, tables.SchedulerOutbox, events)
+            records = cycle_records(
+                plan,
+                snapshot,
+                recorded,
+                CycleStamp(epoch, self.cycle, valid_until),
+                conf_news=news,
+                trace_step=_trace_step,
+            )
+            await _write_records(session, records)
+            work.publish_all_after(records.events)  # the relay publishes them after the commit
+            if self._backlog is not None:  # counted as waiting until the next probe
+                self._backlog.published(records.events)
+            if runs is not None:
+                await self.runtimes.write(session, runs)
+            if usage is not None:
+                await write_usage(session, usage)
         # Committed: the mirror now holds the verdicts as the table does, so that no cycle reads
         # them back.
         self.memory.mirror.recorded(
-            {r["gang_uid"]: (r["reason"], r["message"], r["queue"]) for r in verdict_rows}, placed_uids
+            {r["gang_uid"]: (r["reason"], r["message"], r["queue"]) for r in records.verdicts},
+            records.placed_gang_uids,
         )
         if news is not None and self._conf_news is news:
             self._conf_news = None
-        if events:
-            self._on_committed()
 
     def _remember(self, plan: CyclePlan, snapshot: Snapshot) -> None:
         self.memory.nominations = {n.task_uid: n.node for n in plan.nominations}
@@ -454,24 +364,17 @@ class CycleLoop:
         }
 
 
-def _decision(
-    epoch: int, cycle: int, kind: str, gang_uid: str, pod_uid: str | None = None, node: str | None = None
-) -> dict[str, Any]:
-    return {
-        "epoch": epoch,
-        "cycle": cycle,
-        "kind": kind,
-        "gang_uid": gang_uid,
-        "pod_uid": pod_uid,
-        "node": node,
-        "state": "pending",
-    }
+def _trace_step(name: str, annotations: Mapping[str, str], attributes: Mapping[str, Any]) -> str | None:
+    """A traced gang's decision is a step of its job's trace (shared/tracing.py)."""
+    return tracing.step(name, annotations.get(TRACEPARENT), attributes)
 
 
-def _by_gang(plan: CyclePlan, task_gang: dict[str, str]) -> dict[str, list[Any]]:
-    grouped: dict[str, list[Any]] = defaultdict(list)
-    for eviction in plan.evictions:
-        gang_uid = task_gang.get(eviction.task_uid)
-        if gang_uid:
-            grouped[gang_uid].append(eviction)
-    return grouped
+def _freeze_heap() -> None:
+    """Leave the rows and objects the cycle keeps between cycles out of the cyclic garbage
+    collector: at 50,000 pods they are millions of objects, and each full collection walked them
+    all (a third of a second, at whatever allocation in the cycle set it off). Unfrozen and
+    collected first, so that no garbage is frozen with them and cyclic garbage among what was
+    frozen last time is freed; what is dropped meanwhile is still freed by its count."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()

@@ -23,8 +23,11 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from services.scheduler.projection import TABLE_OF_KIND, Row, project
+from services.scheduler.device_rows import DEVICE_KINDS
+from services.scheduler.projection import project
+from services.scheduler.row_tables import TABLE_OF_KIND, Row, table_row
 from services.scheduler.storage_rows import STORAGE_KINDS
+from shared import failpoints
 from shared.messages.cluster import KindResynced, ObjectChanged
 from shared.messages.envelope import CloudEvent
 from shared.storage import tables
@@ -38,6 +41,8 @@ INGESTED_KINDS = (
     "ConfigMap",
     "PodDisruptionBudget",
     *STORAGE_KINDS,
+    *DEVICE_KINDS,
+    "HyperNode",
 )
 # Any fixed number: the advisory lock that puts ingest transactions in the order of their numbers.
 INGEST_LOCK = 0x5048_414C_0015
@@ -66,9 +71,10 @@ class Ingester:
                 continue
             if not isinstance(data, ObjectChanged):
                 continue
-            row = project(data, self._ours)
-            if row is None:
+            projected = project(data, self._ours)
+            if projected is None:
                 continue
+            row = table_row(projected)
             key = (row.table, row.key)
             # One row per object per batch: the newest version wins (a relist ties and wins,
             # so its relist id is recorded).
@@ -89,6 +95,7 @@ class Ingester:
             for marker in resyncs:
                 await _tombstone_unlisted(session, marker)
         self.ingested += len(events)
+        await failpoints.hit("sched.after_ingest_batch")  # a lagging ingest, for fault tests
         if any(_is_new_work(row) for row in latest.values()):
             self._on_new_work()
 
@@ -150,7 +157,7 @@ async def _tombstone_unlisted(session: AsyncSession, marker: KindResynced) -> No
     if (await session.execute(record.returning(tables.ResyncMarker.kind))).first() is None:
         return
     columns: Any = table.__table__.c
-    # storage_objects holds three kinds: a relist of one tombstones only its own.
+    # storage_objects and device_objects hold three kinds each: a relist of one tombstones only its own.
     same_kind = [columns.kind == marker.kind] if "kind" in columns else []
     await session.execute(
         update(table)
@@ -180,4 +187,6 @@ def _is_new_work(row: Row) -> bool:
         tables.SchedulerConfig,
         tables.DisruptionBudget,
         tables.StorageObject,
+        tables.DeviceObject,
+        tables.HyperNode,  # a new domain may hold a gang waiting for one
     )

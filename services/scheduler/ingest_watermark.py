@@ -21,9 +21,10 @@ from collections import deque
 from datetime import datetime
 
 import structlog
-from nats.js import JetStreamContext
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shared.bus.ports import Bus
 
 log = structlog.get_logger()
 KEPT_PROBES = 3600  # past that, the oldest are dropped: the watermark only gets more cautious
@@ -32,13 +33,13 @@ KEPT_PROBES = 3600  # past that, the oldest are dropped: the watermark only gets
 class IngestWatermark:
     def __init__(
         self,
-        js: JetStreamContext,
+        bus: Bus,
         sessions: async_sessionmaker[AsyncSession],
         *,
         stream: str,
         durable: str,
     ) -> None:
-        self._js = js
+        self._bus = bus
         self._sessions = sessions
         self._stream = stream
         self._durable = durable
@@ -50,17 +51,16 @@ class IngestWatermark:
         async with self._sessions() as session:
             at: datetime = (await session.execute(select(func.clock_timestamp()))).scalar_one()
         try:
-            last = (await self._js.stream_info(self._stream)).state.last_seq
-            consumer = await self._js.consumer_info(self._stream, self._durable)
+            position = await self._bus.position(self._stream, self._durable)
         except Exception as error:  # no consumer yet (ingest not started), NATS away: not caught up
             log.info("ingest progress unknown", error=f"{type(error).__name__}: {error}")
             return at
-        if not consumer.num_pending and not consumer.num_ack_pending:
+        if not position.pending and not position.ack_pending:
             self._probes.clear()
             self._advance(at)
             return at
-        self._probes.append((at, last))
-        floor = (consumer.ack_floor.stream_seq if consumer.ack_floor else 0) or 0
+        self._probes.append((at, position.last_sequence))
+        floor = position.ack_floor
         while self._probes and floor >= self._probes[0][1]:
             self._advance(self._probes.popleft()[0])
         while len(self._probes) > KEPT_PROBES:

@@ -64,6 +64,16 @@ JOB_GAUGES: dict[str, Gauge] = {
     ),
     "last_time": Gauge("volcano_e2e_job_scheduling_last_time", "E2E job scheduling last time", _JOB_LABELS),
 }
+PREDICTED_START = Gauge(
+    "phalanx_job_predicted_start_time",
+    "Reservation backfill's expected start of a waiting job (Unix seconds), as published on its "
+    "PodGroup; the series goes when the job starts or its start can no longer be foreseen.",
+    _JOB_LABELS,
+)
+RESERVED_GANGS = Gauge(
+    "phalanx_scheduler_reserved_gangs",
+    "Waiting gangs holding a reservation after the last cycle (reservation backfill).",
+)
 
 
 def _queue_gauge(name: str, documentation: str) -> Gauge:
@@ -98,6 +108,10 @@ LAST_CYCLE = Gauge(
 )
 PLACED_PODS = Counter("phalanx_scheduler_placed_pods", "Pods bound by decisions.")
 EVICTED_PODS = Counter("phalanx_scheduler_evicted_pods", "Pods evicted by decisions.")
+BACKLOG_PROBES = Counter(
+    "phalanx_scheduler_backlog_probes",
+    "Requests for the controller's decision backlog (back-pressure), asked only when it could hold.",
+)
 CONF_SKIPPED_ENTRIES = Gauge(
     "phalanx_scheduler_conf_skipped_entries",
     "Plugins and actions of the loaded volcano-scheduler.conf that were skipped (not implemented).",
@@ -149,6 +163,7 @@ class CycleMetrics:
         self._queues: set[str] = set()
         self._resource_series: set[tuple[str, str]] = set()  # (gauge key, queue) with a value
         self._job_series: dict[str, tuple[str, str, str]] = {}  # gang uid -> the job gauges' labels
+        self._predicted: dict[str, tuple[str, str, str]] = {}  # gang uid -> its prediction's labels
 
     def record(self, plan: CyclePlan, snapshot: Snapshot, *, took_seconds: float, now: datetime) -> None:
         E2E_SCHEDULING_LATENCY.observe(took_seconds * 1000)
@@ -171,6 +186,7 @@ class CycleMetrics:
         UNDERFILLED_GANGS.set(len(plan.underfilled))
         self._record_evictions(plan)
         self._record_queues(plan.queues)
+        self._record_predictions(plan, gangs)
         global _latest_queues
         _latest_queues = (plan.queues, time.monotonic())
 
@@ -185,6 +201,20 @@ class CycleMetrics:
         JOB_GAUGES["duration"].labels(*labels).set(max(0.0, (now - gang.created).total_seconds() * 1000))
         JOB_GAUGES["start_time"].labels(*labels).set(gang.created.timestamp())
         JOB_GAUGES["last_time"].labels(*labels).set(now.timestamp())
+
+    def _record_predictions(self, plan: CyclePlan, gangs: dict[str, GangInfo]) -> None:
+        RESERVED_GANGS.set(sum(1 for p in plan.predictions if p.reserved))
+        current = {p.gang_uid: p for p in plan.predictions if p.published is not None and p.gang_uid in gangs}
+        for uid in [uid for uid in self._predicted if uid not in current]:
+            PREDICTED_START.remove(*self._predicted.pop(uid))
+        for uid, prediction in current.items():
+            gang = gangs[uid]
+            labels = (gang.name, gang.queue, gang.namespace)
+            if (held := self._predicted.get(uid)) is not None and held != labels:
+                PREDICTED_START.remove(*held)
+            self._predicted[uid] = labels
+            assert prediction.published is not None
+            PREDICTED_START.labels(*labels).set(prediction.published.timestamp())
 
     def _forget_jobs_gone(self, gangs: dict[str, GangInfo]) -> None:
         """A job no longer in the snapshot (deleted) loses its series, as Volcano's cleanMetrics."""

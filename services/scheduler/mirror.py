@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.scheduler.projection import RELEASING_PHASE
@@ -57,6 +57,8 @@ _MIRRORED = (
     _Mirrored("configs", tables.SchedulerConfig.__table__, "name", _not_deleted),
     _Mirrored("budgets", tables.DisruptionBudget.__table__, "uid", _not_deleted),
     _Mirrored("storage", tables.StorageObject.__table__, "key", _not_deleted),
+    _Mirrored("devices", tables.DeviceObject.__table__, "key", _not_deleted),
+    _Mirrored("hyper_nodes", tables.HyperNode.__table__, "name", _not_deleted),
 )
 
 
@@ -73,8 +75,14 @@ class ClusterMirror:
     configs: dict[str, Any] = field(default_factory=dict)
     budgets: dict[str, Any] = field(default_factory=dict)
     storage: dict[str, Any] = field(default_factory=dict)  # claims, volumes, classes by key
+    devices: dict[str, Any] = field(default_factory=dict)  # DRA classes, claims, slices by key
+    hyper_nodes: dict[str, Any] = field(default_factory=dict)  # HyperNodes by name
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     changed_rows: int = 0  # rows the last catch-up read (for the cycle's metrics and logs)
+    # What the last catch-up read: the keys it changed per attribute, and whether it read all
+    # (then every row is new to whoever builds on the mirror: snapshot_cache.py).
+    changed: dict[str, set[str]] = field(default_factory=dict)
+    full_read: bool = True
 
     @property
     def conf_text(self) -> str | None:
@@ -92,8 +100,13 @@ class ClusterMirror:
         if full:
             self.reset()
         top, changed = self.seq, 0
+        self.changed, self.full_read = {}, full
+        moved = _MIRRORED if full else await self._moved(session)
         for mirrored in _MIRRORED:
             held: dict[str, Any] = getattr(self, mirrored.attribute)
+            keys = self.changed[mirrored.attribute] = set()
+            if mirrored not in moved:
+                continue
             statement = select(mirrored.table)
             if not full:
                 statement = statement.where(mirrored.table.c.change_seq > self.seq)
@@ -101,17 +114,31 @@ class ClusterMirror:
                 changed += 1
                 top = max(top, row.change_seq)
                 key = getattr(row, mirrored.key)
+                keys.add(key)
                 if mirrored.live(row):
                     held[key] = row
                 else:
                     held.pop(key, None)
         if full:
-            verdict = tables.GangVerdict
+            verdict = tables.GangVerdictRow
             statement = select(verdict.gang_uid, verdict.reason, verdict.message, verdict.queue)
             rows = (await session.execute(statement)).all()
             self.verdicts = {uid: (reason, message, queue) for uid, reason, message, queue in rows}
             top = max(top, 0)
         self.seq, self.changed_rows = top, changed
+
+    async def _moved(self, session: AsyncSession) -> tuple[_Mirrored, ...]:
+        """The tables with a row past `seq`, asked in one round trip (each table's highest number
+        is one step down its change_seq index): most cycles see only pods and PodGroups change,
+        and a quiet one nothing, where asking each table cost a round trip each."""
+        highest = union_all(
+            *(
+                select(literal(index).label("table"), func.max(m.table.c.change_seq).label("top"))
+                for index, m in enumerate(_MIRRORED)
+            )
+        )
+        rows = (await session.execute(highest)).all()
+        return tuple(_MIRRORED[index] for index, top in rows if top is not None and top > self.seq)
 
     def recorded(self, written: Mapping[str, Verdict], cleared: list[str]) -> None:
         """The verdicts a committed cycle wrote, and the gangs whose verdict it deleted."""

@@ -11,7 +11,11 @@ row is unchanged:
 - `preemptionPolicy`: "Never" when the pod (from its PriorityClass) may not preempt others;
 - `topologySpreadConstraints`: as the pod spec gives them (the PodTopologySpread filter);
 - `claims`: the PersistentVolumeClaims it mounts (the VolumeBinding filter; the reader resolves
-  them against `storage_objects` each cycle, since a claim binds without the pod changing).
+  them against `storage_objects` each cycle, since a claim binds without the pod changing);
+- `deviceClaims`: its DRA ResourceClaims, [name in the pod, claim name or null until generated]
+  (device_rows.py; resolved against `device_objects` each cycle, as claims are).
+- `startTime` and `activeDeadlineSeconds`: when it started and how long it may run, which
+  reservation backfill plans with (core/estimates.py, core/reservation.py).
 """
 
 from __future__ import annotations
@@ -21,19 +25,21 @@ from datetime import timedelta
 from typing import Any
 
 from services.scheduler.core.config import parse_duration
+from services.scheduler.core.estimates import parse_instant
 from services.scheduler.core.node_ports import host_ports_of
 from services.scheduler.core.snapshot import HostPort
+from services.scheduler.device_rows import pod_claims
 from services.scheduler.storage_rows import claim_names
+from shared.volcano.keys import PREEMPTABLE, SLA_WAITING_TIME
+from shared.volcano.objects import PodObject
 
-PREEMPTABLE = "volcano.sh/preemptable"
 # The sla plugin's per-job waiting time, on the PodGroup (Volcano also reads the legacy key).
-SLA_WAITING_TIME_KEYS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+SLA_WAITING_TIME_KEYS = (SLA_WAITING_TIME, "sla-waiting-time")
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 
 
-def scheduling_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
+def scheduling_fields(view: PodObject) -> dict[str, Any]:
+    pod, spec = view.raw, view.spec
     fields: dict[str, Any] = {}
     gates = [str((g or {}).get("name", "")) for g in spec.get("schedulingGates") or () if isinstance(g, dict)]
     if gates:
@@ -41,7 +47,7 @@ def scheduling_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
     ports = host_ports_of(spec)
     if ports:
         fields["hostPorts"] = [list(port) for port in ports]
-    if not preemptable(meta.get("annotations") or {}, meta.get("labels") or {}):
+    if not preemptable(view.annotations, view.labels):
         fields["preemptable"] = False
     spread = [c for c in spec.get("topologySpreadConstraints") or () if isinstance(c, dict)]
     if spread:
@@ -51,6 +57,15 @@ def scheduling_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
     claims = claim_names(spec)
     if claims:
         fields["claims"] = claims
+    device_claims = pod_claims(pod)
+    if device_claims:
+        fields["deviceClaims"] = device_claims
+    started = view.status.get("startTime")
+    if isinstance(started, str) and started:
+        fields["startTime"] = started
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
+        fields["activeDeadlineSeconds"] = deadline
     return fields
 
 
@@ -70,6 +85,8 @@ def task_fields(placement: Mapping[str, Any]) -> dict[str, Any]:
         "preemptable": placement.get("preemptable", True) is not False,
         "preemption_policy": placement.get("preemptionPolicy") or "PreemptLowerPriority",
         "spread_constraints": tuple(placement.get("topologySpreadConstraints") or ()),
+        "started": parse_instant(placement.get("startTime")),
+        "active_deadline_seconds": placement.get("activeDeadlineSeconds"),
     }
 
 

@@ -1,39 +1,42 @@
 """Pure: a Kubernetes object from a `cluster.*` event → the row the scheduler keeps for it.
 
-The ingester calls `project` for each event and upserts the result; the snapshot reader turns rows
+The ingester calls `project` for each event and upserts the result into the table of its kind
+(row_tables.py); the snapshot reader turns rows
 back into the core's dataclasses. Only what scheduling reads is kept: requests as milli-unit maps,
 placement constraints, phases, queue and gang parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from services.scheduler import pod_fields
+from services.scheduler.device_rows import DEVICE_KINDS, device_fields, device_key, with_dra_quota
 from services.scheduler.storage_rows import STORAGE_KINDS, storage_fields, storage_key
-from shared import tracing
 from shared.domain.resources import Resources, pod_requests
 from shared.messages.cluster import ObjectChanged
-from shared.storage import tables
-from shared.volcano.queue_access import ALLOWED_NAMESPACES
+from shared.volcano.keys import ALLOWED_NAMESPACES, HIERARCHY, TASK_TOPOLOGY_PREFIX, TRACEPARENT
+from shared.volcano.keys import GROUP_NAME as GROUP_ANNOTATION
+from shared.volcano.keys import TASK_SPEC as TASK_SPEC_ANNOTATION
+from shared.volcano.objects import KubeObject, PodObject
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
-class Row:
-    table: type[tables.Base]
+class ProjectedRow:
+    """The row an object becomes: its kind says the table (row_tables.py), `key` is the row's key."""
+
+    kind: str
     key: str
     values: dict[str, Any]
 
 
-def project(event: ObjectChanged, scheduler_names: Collection[str]) -> Row | None:
+def project(event: ObjectChanged, scheduler_names: Collection[str]) -> ProjectedRow | None:
     builder = _BUILDERS.get(event.kind)
     if builder is None or (not event.complete and event.change != "DELETED"):
         # An object too large for the bus arrives as its identity alone; projecting that would
@@ -47,12 +50,11 @@ def project(event: ObjectChanged, scheduler_names: Collection[str]) -> Row | Non
         relist_id=event.relist_id,
         deleted=event.change == "DELETED",
     )
-    table, key = _TABLES[event.kind]
-    return Row(table, values[key], values)
+    return ProjectedRow(event.kind, values[_KEY_COLUMN[event.kind]], values)
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    return obj.get("metadata") or {}
+def _meta(obj: dict[str, Any]) -> Mapping[str, Any]:
+    return KubeObject(obj).meta
 
 
 def _created(obj: dict[str, Any]) -> datetime:
@@ -106,9 +108,9 @@ def _queue(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
         "name": _meta(obj)["name"],
         "uid": _meta(obj).get("uid"),
         "weight": int(spec.get("weight") or 1),
-        "capability": _milli(spec.get("capability")),
-        "guarantee": _milli((spec.get("guarantee") or {}).get("resource")),
-        "deserved": _milli(spec.get("deserved")),
+        "capability": with_dra_quota(_milli(spec.get("capability")), spec, "capability"),
+        "guarantee": with_dra_quota(_milli((spec.get("guarantee") or {}).get("resource")), spec, "guarantee"),
+        "deserved": with_dra_quota(_milli(spec.get("deserved")), spec, "deserved"),
         "reclaimable": spec.get("reclaimable", True) is not False,
         "state": status.get("state") or "Open",
         "parent": spec.get("parent") or None,
@@ -140,21 +142,45 @@ def _podgroup(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
         "phase": status.get("phase") or "Pending",
         "created_at": _created(obj),
         "annotations": _scheduling_annotations(obj),
+        "topology": _gang_topology(spec),
+    }
+
+
+def _gang_topology(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The PodGroup's network-topology constraints: its own, and its sub-groups' (partitions)."""
+    kept: dict[str, Any] = {}
+    if isinstance(spec.get("networkTopology"), dict):
+        kept["networkTopology"] = spec["networkTopology"]
+    groups = [g for g in spec.get("subGroupPolicy") or () if isinstance(g, dict)]
+    if groups:
+        kept["subGroupPolicy"] = groups
+    return kept or None
+
+
+def _hyper_node(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    return {
+        "name": _meta(obj)["name"],
+        "tier": int(spec.get("tier") or 0),
+        "tier_name": str(spec.get("tierName") or ""),
+        "members": {"items": [m for m in spec.get("members") or () if isinstance(m, dict)]},
     }
 
 
 def _scheduling_annotations(obj: dict[str, Any]) -> dict[str, str] | None:
     """Only the annotations the core reads (hierarchy, task topology, a queue's allowed
-    namespaces), not every one, and a PodGroup's trace context, which its decisions carry on."""
+    namespaces, Phalanx's own), not every one, and a PodGroup's trace context, which its
+    decisions carry on."""
     kept = {
         key: str(value)
         for key, value in (_meta(obj).get("annotations") or {}).items()
         if key.startswith(
             (
-                "volcano.sh/hierarchy",
-                "volcano.sh/task-topology",
+                HIERARCHY,
+                TASK_TOPOLOGY_PREFIX,
                 ALLOWED_NAMESPACES,
-                tracing.TRACEPARENT_ANNOTATION,
+                TRACEPARENT,
+                "phalanx.io/",  # runtime estimates, job class, the published predicted start
             )
         )
         or key in pod_fields.SLA_WAITING_TIME_KEYS
@@ -166,27 +192,26 @@ RELEASING_PHASE = "Releasing"
 
 
 def _pod(obj: dict[str, Any], scheduler_names: Collection[str]) -> dict[str, Any]:
-    meta = _meta(obj)
-    spec = obj.get("spec") or {}
-    annotations = meta.get("annotations") or {}
+    pod = PodObject(obj)
+    spec, annotations = pod.spec, pod.annotations
     request = pod_requests(
         spec.get("containers") or [], spec.get("initContainers") or [], spec.get("overhead")
     )
     placement = {key: spec[key] for key in ("nodeSelector", "affinity", "tolerations") if spec.get(key)}
-    if meta.get("labels"):
-        placement["labels"] = meta["labels"]
-    placement.update(pod_fields.scheduling_fields(obj))
+    if pod.labels:
+        placement["labels"] = pod.labels
+    placement.update(pod_fields.scheduling_fields(pod))
     return {
-        "uid": meta["uid"],
-        "namespace": meta.get("namespace") or "default",
-        "name": meta["name"],
+        "uid": pod.meta["uid"],  # an object without its identity fails the projection, as before
+        "namespace": pod.namespace or "default",
+        "name": pod.meta["name"],
         "group_name": annotations.get(GROUP_ANNOTATION),
         "task_role": annotations.get(TASK_SPEC_ANNOTATION),
         "scheduler_name": spec.get("schedulerName"),
         "ours": spec.get("schedulerName") in scheduler_names,
         "request": dict(request),
-        "node_name": spec.get("nodeName") or None,
-        "phase": _pod_phase(obj),
+        "node_name": pod.node_name or None,
+        "phase": _pod_phase(pod),
         "priority": int(spec.get("priority") or 0),
         "priority_class": spec.get("priorityClassName") or None,
         "placement": placement or None,
@@ -194,12 +219,12 @@ def _pod(obj: dict[str, Any], scheduler_names: Collection[str]) -> dict[str, Any
     }
 
 
-def _pod_phase(obj: dict[str, Any]) -> str:
+def _pod_phase(pod: PodObject) -> str:
     """The pod's phase, or Releasing for one being deleted that has not ended: as Volcano's
     getTaskStatus, a terminating pod still holds its node until it is gone, but is on its way
     out (its grace period may outlast the eviction decision that caused it)."""
-    phase = (obj.get("status") or {}).get("phase") or "Pending"
-    if _meta(obj).get("deletionTimestamp") and phase in ("Pending", "Running"):
+    phase = pod.phase or "Pending"
+    if pod.deleting and phase in ("Pending", "Running"):
         return RELEASING_PHASE
     return str(phase)
 
@@ -233,6 +258,15 @@ def _storage_object(kind: str) -> Any:
     return build
 
 
+def _device_object(kind: str) -> Any:
+    def build(obj: dict[str, Any], _: Collection[str]) -> dict[str, Any]:
+        meta = _meta(obj)
+        key = device_key(kind, meta.get("namespace") or "", meta["name"])
+        return {"key": key, "kind": kind, "fields": device_fields(kind, obj)}
+
+    return build
+
+
 _BUILDERS = {
     "Node": _node,
     "Queue": _queue,
@@ -241,16 +275,21 @@ _BUILDERS = {
     "Pod": _pod,
     "ConfigMap": _config_map,
     "PodDisruptionBudget": _disruption_budget,
+    "HyperNode": _hyper_node,
     **{kind: _storage_object(kind) for kind in STORAGE_KINDS},
+    **{kind: _device_object(kind) for kind in DEVICE_KINDS},
 }
-_TABLES: dict[str, tuple[type[tables.Base], str]] = {
-    "Node": (tables.Node, "name"),
-    "Queue": (tables.Queue, "name"),
-    "PriorityClass": (tables.PriorityClass, "name"),
-    "PodGroup": (tables.PodGroup, "uid"),
-    "Pod": (tables.Pod, "uid"),
-    "ConfigMap": (tables.SchedulerConfig, "name"),
-    "PodDisruptionBudget": (tables.DisruptionBudget, "uid"),
-    **{kind: (tables.StorageObject, "key") for kind in STORAGE_KINDS},
+# The column that keys each kind's row.
+_KEY_COLUMN: dict[str, str] = {
+    "Node": "name",
+    "Queue": "name",
+    "PriorityClass": "name",
+    "PodGroup": "uid",
+    "Pod": "uid",
+    "ConfigMap": "name",
+    "PodDisruptionBudget": "uid",
+    "HyperNode": "name",
+    **dict.fromkeys(STORAGE_KINDS, "key"),
+    **dict.fromkeys(DEVICE_KINDS, "key"),
 }
-TABLE_OF_KIND = {kind: table for kind, (table, _) in _TABLES.items()}
+PROJECTED_KINDS = frozenset(_BUILDERS)

@@ -29,6 +29,20 @@ class SchedulerSettings(ServiceSettings):
         description="How long after its commit the controller may carry a decision out; "
         "half of decision_ttl_seconds unless set, and always shorter.",
     )
+    decision_begun_ttl_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="How long the unconfirmed binds of a gang whose decision has begun (one of its "
+        "binds confirmed) keep their resources booked; ten times decision_ttl_seconds unless set, "
+        "and never less.",
+    )
+    decision_backlog_floor: int = Field(
+        256,
+        ge=0,
+        description="Up to this many decisions waiting for the controller never hold new ones back; "
+        "above it, cycles pause while the controller would reach a new decision later than half "
+        "its window (0: never hold back).",
+    )
     scheduler_names: list[str] = Field(["volcano"], description="Pods with these schedulerNames are ours.")
     conf_file: str | None = Field(
         None, description="A volcano-scheduler.conf to use instead of the ConfigMap (reloaded on change)."

@@ -2,8 +2,9 @@
 
 One REPEATABLE READ, READ ONLY transaction brings the in-memory mirror of the cluster's rows up
 to date (only the rows ingest changed since the last cycle, mirror.py) and reads the pending
-decisions, so the picture is consistent even while the ingester writes. Pending decisions
-created after `expire_before` are overlaid: a bind decision makes its pod Bound on its node, an
+decisions, so the picture is consistent even while the ingester writes. Pending decisions that
+still count (decision_expiry.py: younger than their time-to-live, or longer when their gang's
+decision has begun) are overlaid: a bind decision makes its pod Bound on its node, an
 eviction makes it Releasing, an enqueue makes its gang Inqueue. So what a previous cycle decided
 counts as allocated until the cluster confirms it, or until the cycle loop expires it (when
 ingest has caught up past its time-to-live, and the controller no longer carries it out), and
@@ -14,32 +15,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from services.scheduler import pod_fields
+from services.scheduler import snapshot_parts as parts
 from services.scheduler.core import snapshot as core
-from services.scheduler.core.predicates import anti_affinity_terms
+from services.scheduler.core.settled import settled_of
+from services.scheduler.decision_expiry import DecisionExpiry, still_counts
+from services.scheduler.device_snapshot import DeviceSnapshot
 from services.scheduler.mirror import ClusterMirror
-from services.scheduler.projection import RELEASING_PHASE
-from services.scheduler.storage_rows import StorageView, storage_view
+from services.scheduler.snapshot_cache import SnapshotCache
 from shared.domain.resources import Resources
 from shared.storage import tables
 
-DEFAULT_QUEUE = "default"
+DEFAULT_QUEUE = parts.DEFAULT_QUEUE
 T = TypeVar("T")
-_TASK_STATUS = {
-    "Pending": core.PENDING,
-    "Running": core.RUNNING,
-    "Succeeded": core.SUCCEEDED,
-    "Failed": core.FAILED,
-    RELEASING_PHASE: core.RELEASING,
-}
 
 
 @dataclass
@@ -54,6 +48,8 @@ class ShellMemory:
     built: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
     # The rows themselves, brought up to date from what ingest changed since the last cycle.
     mirror: ClusterMirror = field(default_factory=ClusterMirror)
+    # The snapshot built from them, rebuilt per gang from what changed (snapshot_cache.py).
+    cache: SnapshotCache = field(default_factory=SnapshotCache)
 
     # One Resources object per distinct request: the core converts each request object once per
     # cycle (by identity), and the pods of a job all ask for the same.
@@ -91,12 +87,16 @@ class ReadResult:
     snapshot: core.Snapshot
     conf_text: str | None
     verdicts: Mapping[str, tuple[str, str, str]]  # gang uid -> recorded (reason, message, queue)
+    # Nothing changed since the last read: no row, no pending decision, nomination nor
+    # below-minimum mark (the cycle loop may then skip planning, cycle_loop.py).
+    quiet: bool = False
 
 
 async def read_snapshot(
-    session: AsyncSession, *, now: datetime, expire_before: datetime | None, memory: ShellMemory
+    session: AsyncSession, *, now: datetime, expire_before: DecisionExpiry | None, memory: ShellMemory
 ) -> ReadResult:
-    """`expire_before`: pending decisions created before it no longer count (None: all count).
+    """`expire_before`: which pending decisions no longer count (None: all count); the cycle's
+    commit expires exactly those (decision_expiry.py).
 
     The cluster's rows come from the memory's mirror, which reads only what changed since the
     last cycle (mirror.py); pending decisions are read whole each cycle, as they are few."""
@@ -104,25 +104,12 @@ async def read_snapshot(
     mirror = memory.mirror
     await mirror.catch_up(session)
     decision = tables.Decision
-    counted = select(decision.kind, decision.gang_uid, decision.pod_uid, decision.node).where(
-        decision.state == "pending"
-    )
-    if expire_before is not None:
-        counted = counted.where(decision.created_at > expire_before)
+    counted = select(
+        decision.kind, decision.gang_uid, decision.pod_uid, decision.node, decision.devices
+    ).where(decision.state == "pending", still_counts(expire_before))
     decision_rows = (await session.execute(counted)).all()
-    snapshot = build_snapshot(
-        now=now,
-        queues=mirror.queues.values(),
-        nodes=mirror.nodes.values(),
-        priority_classes=mirror.priority_classes.values(),
-        groups=mirror.groups.values(),
-        pods=mirror.pods.values(),
-        decisions=decision_rows,
-        memory=memory,
-        budgets=mirror.budgets.values(),
-        storage=mirror.storage.values(),
-    )
-    return ReadResult(snapshot, mirror.conf_text, mirror.verdicts)
+    snapshot = memory.cache.build(mirror, decision_rows, memory, now=now)
+    return ReadResult(snapshot, mirror.conf_text, mirror.verdicts, quiet=memory.cache.quiet)
 
 
 def build_snapshot(
@@ -138,159 +125,43 @@ def build_snapshot(
     memory: ShellMemory,
     budgets: Collection[Any] = (),
     storage: Collection[Any] = (),
+    devices: Collection[Any] = (),
+    hyper_nodes: Collection[Any] = (),
 ) -> core.Snapshot:
-    """The core's snapshot; objects built from unchanged rows are reused from `memory`."""
-    binds = {d.pod_uid: d.node for d in decisions if d.kind == "bind"}
-    evicting = {d.pod_uid for d in decisions if d.kind == "evict"}
-    enqueued = {d.gang_uid for d in decisions if d.kind == "enqueue"}
+    """The core's snapshot built whole from the rows; objects built from unchanged rows are
+    reused from `memory`. The cycle builds it incrementally instead (snapshot_cache.py), and
+    must get the same."""
+    decided = parts.Decided.of(decisions)
     priorities = {p.name: p.value for p in priority_classes}
-
-    queue_infos = [_queue(q) for q in queues]
-    if DEFAULT_QUEUE not in {q.name for q in queue_infos}:
-        queue_infos.append(core.QueueInfo(name=DEFAULT_QUEUE))
-
+    queue_infos = parts.queues_of(queues)
+    dra = DeviceSnapshot.of(devices, decisions, memory)
+    claims = parts.Claims(storage, dra)
     members: dict[tuple[str, str], list[core.TaskInfo]] = defaultdict(list)
     others: list[core.OtherPod] = []
-    volumes: StorageView | None = None
     for pod in pods:
-        if pod.ours and pod.group_name:
-            task = memory.reuse("pods", pod.uid, pod.resource_version, partial(_task, pod, memory))
-            claims = (pod.placement or {}).get("claims")
-            if claims and not task.node:
-                # Resolved every cycle, not cached with the pod: a claim binds without it changing.
-                volumes = volumes or storage_view(storage)
-                task = replace(task, volume_needs=volumes.needs(pod.namespace, claims))
-            members[(pod.namespace, pod.group_name)].append(
-                _overlay(task, binds.get(pod.uid), pod.uid in evicting, memory.nominations.get(pod.uid))
-            )
-        elif pod.node_name and pod.phase in ("Pending", "Running", RELEASING_PHASE):
-            other = memory.reuse("pods", pod.uid, pod.resource_version, partial(_other_pod, pod, memory))
-            others.append(other)
-    gangs = []
-    for group in groups:
-        tasks = tuple(sorted(members.get((group.namespace, group.name), ()), key=lambda t: t.name))
-        phase = "Inqueue" if group.phase == "Pending" and group.uid in enqueued else group.phase
-        gangs.append(
-            core.GangInfo(
-                uid=group.uid,
-                namespace=group.namespace,
-                name=group.name,
-                queue=group.queue,
-                min_member=group.min_member,
-                created=group.created_at,
-                tasks=tasks,
-                min_task_member=dict(group.min_task_member or {}),
-                min_resources=Resources(group.min_resources) if group.min_resources else None,
-                priority=priorities.get(group.priority_class or "", 0),
-                phase=phase,
-                below_min_since=memory.below_min_since.get(group.uid),
-                annotations=dict(group.annotations or {}),
-                sla_waiting_time=pod_fields.sla_waiting_time(group.annotations or {}),
-            )
-        )
-    gangs.sort(key=lambda g: (g.created, g.uid))
+        if parts.is_member(pod):
+            members[parts.pod_gang(pod)].append(parts.member_task(pod, memory, decided, claims))
+        elif parts.is_other(pod):
+            others.append(parts.other_pod(pod, memory))
+    below_min = memory.below_min_since
+    gangs = sorted(
+        (
+            parts.gang_info(g, members.get(parts.group_key(g), ()), priorities, decided, below_min)
+            for g in groups
+        ),
+        key=parts.gang_order,
+    )
     memory.forget_unseen(len(pods) + len(nodes))
     return core.Snapshot(
-        nodes=tuple(
-            sorted(
-                (memory.reuse("nodes", n.name, n.resource_version, partial(_node, n)) for n in nodes),
-                key=lambda n: n.name,
-            )
-        ),
-        queues=tuple(sorted(queue_infos, key=lambda q: q.name)),
+        nodes=parts.nodes_of(nodes, memory, dra),
+        queues=queue_infos,
         gangs=tuple(gangs),
         now=now,
         priority_classes=priorities,
         other_pods=tuple(others),
-        budgets=tuple(
-            sorted(
-                (
-                    core.DisruptionBudget(
-                        namespace=b.namespace,
-                        name=b.name,
-                        selector=b.selector,
-                        disruptions_allowed=b.disruptions_allowed,
-                    )
-                    for b in budgets
-                ),
-                key=lambda b: (b.namespace, b.name),
-            )
-        ),
+        budgets=parts.budgets_of(budgets),
+        devices_taken=frozenset() if dra is None else dra.taken,
+        hyper_nodes=parts.hyper_nodes_of(hyper_nodes, memory),
+        settled=settled_of(gangs, {q.name for q in queue_infos}),
+        unjoined=parts.unjoined(gangs, {p.uid: p for p in pods}),
     )
-
-
-def _queue(row: Any) -> core.QueueInfo:
-    return core.QueueInfo(
-        name=row.name,
-        weight=row.weight,
-        capability=Resources(row.capability) if row.capability else None,
-        guarantee=Resources(row.guarantee or {}),
-        deserved=Resources(row.deserved) if row.deserved else None,
-        reclaimable=row.reclaimable,
-        state=row.state,
-        parent=row.parent,
-        priority=row.priority,
-        annotations=dict(row.annotations or {}),
-    )
-
-
-def _node(row: Any) -> core.NodeInfo:
-    return core.NodeInfo(
-        name=row.name,
-        allocatable=Resources(row.allocatable),
-        labels=dict(row.labels or {}),
-        taints=tuple((row.taints or {}).get("items") or ()),
-        unschedulable=row.unschedulable,
-        ready=row.ready,
-    )
-
-
-def _task(pod: Any, memory: ShellMemory) -> core.TaskInfo:
-    """The task as its row says, before this cycle's pending decisions are laid over it."""
-    placement = pod.placement or {}
-    status = _TASK_STATUS.get(pod.phase, core.PENDING)
-    node = pod.node_name
-    if node and status == core.PENDING:
-        status = core.BOUND  # bound, not yet started by its kubelet
-    return core.TaskInfo(
-        uid=pod.uid,
-        namespace=pod.namespace,
-        name=pod.name,
-        request=memory.request(pod.request),
-        task_role=pod.task_role or "",
-        node=node,
-        status=status,
-        priority=pod.priority,
-        node_selector=placement.get("nodeSelector") or {},
-        affinity=placement.get("affinity"),
-        tolerations=tuple(placement.get("tolerations") or ()),
-        labels=placement.get("labels") or {},
-        priority_class_name=pod.priority_class or "",
-        **pod_fields.task_fields(placement),
-    )
-
-
-def _other_pod(pod: Any, memory: ShellMemory) -> core.OtherPod:
-    placement = pod.placement or {}
-    return core.OtherPod(
-        node=pod.node_name,
-        request=memory.request(pod.request),
-        namespace=pod.namespace,
-        labels=placement.get("labels") or {},
-        host_ports=pod_fields.stored_ports(placement),
-        anti_affinity=tuple(anti_affinity_terms(placement.get("affinity"))),
-    )
-
-
-def _overlay(
-    task: core.TaskInfo, decided_node: str | None, evicting: bool, nominated: str | None
-) -> core.TaskInfo:
-    node, status, pending = task.node, task.status, False
-    if not node and decided_node:
-        node, status = decided_node, core.BOUND
-    if evicting and node:
-        pending = status != core.RELEASING  # decided, not yet carried out: no budget counts it
-        status = core.RELEASING
-    if (node, status, nominated, pending) == (task.node, task.status, task.nominated_node, False):
-        return task
-    return replace(task, node=node, status=status, nominated_node=nominated, eviction_pending=pending)

@@ -14,6 +14,7 @@ from typing import Any
 
 from services.scheduler.core.volumes import ClaimInfo, VolumeInfo, VolumeNeed, volume_needs
 from shared.domain.resources import Resources
+from shared.volcano.objects import KubeObject
 
 STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
@@ -28,11 +29,12 @@ def _storage(quantities: Mapping[str, Any] | None) -> int:
 
 
 def storage_fields(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    view = KubeObject(obj)
+    spec = view.spec
     if kind == "StorageClass":
         return {
             "bindingMode": obj.get("volumeBindingMode") or "Immediate",
-            "default": (meta.get("annotations") or {}).get(DEFAULT_CLASS) == "true",
+            "default": view.annotation(DEFAULT_CLASS) == "true",
         }
     if kind == "PersistentVolumeClaim":
         return {

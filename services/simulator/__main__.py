@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from services.simulator.app import serve
-from services.simulator.nodes import NodeFileError
+from services.simulator.app import run
+from services.simulator.kubelets.nodes import NodeFileError
 from services.simulator.settings import SimulatorSettings
 
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the handler
         # that was installed before it: make that one a clean exit rather than death by signal.
         signal.signal(signal.SIGTERM, _stop)
-        asyncio.run(serve(settings, announce))
+        asyncio.run(run(settings, announce))
     except (NodeFileError, OSError) as error:
         print(f"simulator: {error}", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 """The simulator's settings: command-line flags and `SIMULATOR_*` environment variables.
 
 Parsed once by `__main__` (or built directly by tests and the benchmark) and passed down to
-`app.build`. Every field is documented here; invalid values fail at start, not mid-run.
+`app.run`. Every field is documented here; invalid values fail at start, not mid-run.
 """
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from shared.config import SettingsBase
 
 
-class SimulatorSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SIMULATOR_", extra="forbid")
+class SimulatorSettings(SettingsBase):
+    model_config = SettingsConfigDict(env_prefix="SIMULATOR_", env_nested_delimiter="__", extra="forbid")
 
     host: str = Field("127.0.0.1", description="Address to listen on.")
     port: int = Field(8080, ge=0, le=65535, description="Port to listen on; 0 picks a free one.")

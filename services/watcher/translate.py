@@ -11,47 +11,55 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from services.watcher import trim
 from shared.messages import envelope, subjects
 from shared.messages.cluster import Change, ObjectChanged
 from shared.messages.envelope import CloudEvent
+from shared.volcano.keys import GROUP_NAME as GROUP_ANNOTATION
+from shared.volcano.objects import KubeObject, PodObject
 
 SOURCE = "phalanx/watcher"
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_CONF_MAP = "volcano-scheduler-configmap"
+# Volcano's controller configuration: HyperNode discovery (networkTopologyDiscovery).
+CONTROLLER_CONF_MAP = "volcano-controller-configmap"
 
 
-def is_relevant(kind: str, obj: dict[str, Any], scheduler_names: Collection[str]) -> bool:
-    if kind == "Pod":
-        spec = obj.get("spec") or {}
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+def view_of(kind: str, obj: dict[str, Any]) -> KubeObject:
+    """The view an observed object is read through, made once per event (shared/volcano/objects.py)."""
+    return PodObject(obj) if kind == "Pod" else KubeObject(obj)
+
+
+def is_relevant(kind: str, obj: KubeObject, scheduler_names: Collection[str]) -> bool:
+    if isinstance(obj, PodObject):
         return (
-            spec.get("schedulerName") in scheduler_names
-            or GROUP_ANNOTATION in annotations
-            or bool(spec.get("nodeName"))
+            obj.scheduler_name in scheduler_names
+            or GROUP_ANNOTATION in obj.annotations
+            or bool(obj.node_name)
         )
     if kind == "ConfigMap":
-        return (obj.get("metadata") or {}).get("name") == SCHEDULER_CONF_MAP
+        return obj.name in (SCHEDULER_CONF_MAP, CONTROLLER_CONF_MAP)
     return True
 
 
 def to_event(
     kind: str,
     change: Change,
-    obj: dict[str, Any],
+    view: KubeObject,
     *,
     relist_id: str | None = None,
 ) -> tuple[str, str, ObjectChanged]:
     """(subject, event id, data) for one observed object."""
+    obj = _json(view)
     trimmed = trim.trim(kind, obj)
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace") or None
-    name = metadata["name"]
-    uid = metadata.get("uid") or f"{namespace}/{name}"
-    resource_version = _version(metadata.get("resourceVersion"))
+    namespace = view.namespace or None
+    name = view.name
+    if not name:
+        raise ValueError("the object has no metadata.name")
+    uid = view.uid or f"{namespace}/{name}"
+    resource_version = view.version
     data = ObjectChanged(
         kind=kind,
         namespace=namespace,
@@ -70,12 +78,9 @@ def to_event(
     return subjects.cluster_object(kind, namespace, name), event_id, data
 
 
-def _version(value: Any) -> int:
-    """resourceVersion is opaque to clients, but every API server in use gives etcd's integer."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+def _json(view: KubeObject) -> dict[str, Any]:
+    """The object under the view: the API's JSON, which `trim` cuts in place before it is published."""
+    return cast(dict[str, Any], view.raw)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ class Message:
 def to_message(
     kind: str,
     change: Change,
-    obj: dict[str, Any],
+    view: KubeObject,
     *,
     max_bytes: int,
     relist_id: str | None = None,
@@ -98,7 +103,8 @@ def to_message(
     """The event for one object, encoded, never over `max_bytes` (see the module's docstring).
 
     `traceparent` goes on the event as its tracing extension (shared/tracing.py)."""
-    subject, event_id, data = to_event(kind, change, obj, relist_id=relist_id)
+    subject, event_id, data = to_event(kind, change, view, relist_id=relist_id)
+    obj = _json(view)
 
     def new_event(data: ObjectChanged, *, source: str, event_id: str) -> CloudEvent[ObjectChanged]:
         return envelope.new_event(data, source=source, event_id=event_id, traceparent=traceparent)

@@ -33,8 +33,15 @@ WATCHED: tuple[WatchedKind, ...] = (
             "PersistentVolumeClaim",
             "PersistentVolume",
             "StorageClass",
+            # What a pod's DRA claims can be given: the scheduler's device allocator.
+            "DeviceClass",
+            "ResourceClaim",
+            "ResourceSlice",
+            # The network topology: where a gang with a networkTopology may be placed.
+            "HyperNode",
         )
     ),
-    # The scheduler's configuration (volcano-scheduler.conf), where Volcano keeps it.
+    # The scheduler's and the controller's configurations (volcano-scheduler.conf,
+    # volcano-controller.conf), where Volcano keeps them.
     WatchedKind("ConfigMap", KINDS["ConfigMap"].collection("volcano-system")),
 )

@@ -4,7 +4,8 @@ A (re)start lists the kind, publishes every object with a relist id and then a `
 marker, so consumers drop what vanished while nobody watched; then it watches from the list's
 resourceVersion with bookmarks. A 410 Gone, or any broken stream, leads back to a relist:
 level-triggered, nothing lost. Publishing is pipelined (publish_async) and awaited before the
-resume point moves past it.
+resume point moves past it; `resume_point` is what a standby replica that takes the kind over
+watches from, skipping the relist (kind_leases.py), so it is moved only past acknowledged events.
 
 No single object stops a kind: every event is kept under the bus's payload limit
 (`translate.to_message`), one that still had to be cut to a reference is audited
@@ -15,6 +16,7 @@ No single object stops a kind: every event is kept under the bus's payload limit
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Collection
 from typing import Any
@@ -27,12 +29,14 @@ from services.watcher import translate
 from services.watcher.translate import Message
 from services.watcher.watched_kinds import WatchedKind
 from shared import failpoints, tracing
-from shared.bus.nats import Bus
+from shared.bus.ports import Bus
 from shared.kube.client import ApiError, request, stream_lines
 from shared.messages import subjects
-from shared.messages.audit import AuditRecorded
+from shared.messages.audit import AuditRecorded, audit_event
 from shared.messages.cluster import Change, KindResynced
 from shared.messages.envelope import new_event
+from shared.volcano.keys import TRACEPARENT
+from shared.volcano.objects import KubeObject
 
 log = structlog.get_logger()
 
@@ -56,6 +60,8 @@ STEPPED_OVER = Counter(
 )
 # Room left under the server's max_payload for the NATS headers (Nats-Msg-Id) and framing.
 HEADER_ROOM = 4096
+# How often, at most, the watch waits for its publications' acks to move `resume_point`.
+CHECKPOINT_SECONDS = 1.0
 
 
 class KindWatcher:
@@ -79,15 +85,22 @@ class KindWatcher:
         self.skipped = 0  # objects that could not be published at all, since start
         self.failures = 0  # relists in a row that ended in an error (readiness reads it)
         self.last_error = ""
-        self._max_bytes = max(bus.nc.max_payload - HEADER_ROOM, 64 * 1024)
+        self.resume_point = ""  # resourceVersion up to which every event is acknowledged by the bus
+        self._max_bytes = max(bus.max_payload - HEADER_ROOM, 64 * 1024)
 
-    async def run(self) -> None:
+    async def run(self, resume_from: str | None = None) -> None:
+        """List and watch forever; from `resume_from` without a list first, when it is given."""
         reason = "start"
         while True:
             try:
-                RELISTS.labels(self._kind.kind, reason).inc()
-                version = await self._relist()
-                await failpoints.hit("watcher.after_publish_before_watch")
+                if resume_from:
+                    version, resume_from = resume_from, None
+                    log.info("resuming a taken-over watch", kind=self._kind.kind, resource_version=version)
+                else:
+                    RELISTS.labels(self._kind.kind, reason).inc()
+                    version = await self._relist()
+                    await failpoints.hit("watcher.after_publish_before_watch")
+                self.resume_point = version
                 self.synced.set()
                 self.failures, self.last_error = 0, ""
                 BROKEN.labels(self._kind.kind).set(0)
@@ -110,16 +123,18 @@ class KindWatcher:
             query = [("limit", str(PAGE))] + ([("continue", token)] if token else [])
             page = await request(self._api, "GET", self._kind.path, query=query)
             items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue") or ""
-            version = (page.get("metadata") or {}).get("resourceVersion") or "0"
+            listed = KubeObject(page)
+            token = listed.meta.get("continue") or ""
+            version = listed.resource_version or "0"
             if not token:
                 break
         kind = self._kind.kind
         batch = []
         for obj in items:
             obj.setdefault("kind", kind)
-            if translate.is_relevant(kind, obj, self._ours):
-                message = await self._message("ADDED", obj, relist_id)
+            view = translate.view_of(kind, obj)
+            if translate.is_relevant(kind, view, self._ours):
+                message = await self._message("ADDED", view, relist_id)
                 if message is not None:
                     batch.append((message.subject, message.payload, message.event_id))
         marker = KindResynced(kind=kind, relist_id=relist_id, resource_version=int(version or 0))
@@ -140,6 +155,7 @@ class KindWatcher:
         kind = self._kind.kind
         pipe = self._bus.pipeline()
         resumed = False
+        checkpoint = time.monotonic()
         while True:
             if resumed:
                 WATCH_RESTARTS.labels(kind).inc()
@@ -156,26 +172,33 @@ class KindWatcher:
                 if change == "ERROR":
                     code = int(obj.get("code") or 500)
                     raise ApiError(code, obj, str(obj.get("message") or "watch error"))
-                version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                if time.monotonic() - checkpoint > CHECKPOINT_SECONDS:
+                    # Everything before this line is acknowledged: a standby may resume after it.
+                    await pipe.drain()
+                    self.resume_point, checkpoint = version, time.monotonic()
+                view = translate.view_of(kind, obj)
+                version = view.resource_version or version
+                pipe.check()  # an ack lost with NATS: relist rather than move past the event
                 if change not in ("ADDED", "MODIFIED", "DELETED"):
                     continue  # BOOKMARK: only the resume point moves
                 obj.setdefault("kind", kind)
-                if change != "DELETED" and not translate.is_relevant(kind, obj, self._ours):
+                if change != "DELETED" and not translate.is_relevant(kind, view, self._ours):
                     continue
-                message = await self._message(change, obj, None)
+                message = await self._message(change, view, None)
                 if message is not None:
                     await pipe.send(message.subject, message.payload, message.event_id)
                     self.published += 1
             # The server ended the watch (timeout): everything sent is acknowledged before resuming.
             await pipe.drain()
+            self.resume_point = version
 
-    async def _message(self, change: Change, obj: dict[str, Any], relist_id: str | None) -> Message | None:
+    async def _message(self, change: Change, obj: KubeObject, relist_id: str | None) -> Message | None:
         """The event for one object, or None (audited) when it cannot be made: stepped over."""
         kind = self._kind.kind
         try:
             # A live change of a traced object is a step of its job's trace; a relist only carries
             # the context along (it republishes the whole cluster).
-            context = tracing.from_object(obj)
+            context = tracing.valid(obj.annotation(TRACEPARENT))
             if relist_id is None:
                 context = tracing.step(f"watcher: {kind} {change}", context, {"k8s.object": _name(obj)})
             message = translate.to_message(
@@ -193,27 +216,24 @@ class KindWatcher:
             await self._audit("oversized", obj, f"published without its body (limit {self._max_bytes} bytes)")
         return message
 
-    async def _audit(self, action: str, obj: dict[str, Any], reason: str) -> None:
-        found = obj.get("metadata")
-        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    async def _audit(self, action: str, obj: KubeObject, reason: str) -> None:
         record = AuditRecorded(
             service="watcher",
             action=action,
             kind=self._kind.kind,
-            namespace=str(metadata.get("namespace") or "") or None,
+            namespace=str(obj.namespace) or None,
             name=_name(obj),
-            uid=str(metadata.get("uid") or "") or None,
+            uid=str(obj.uid) or None,
             outcome="failed" if action == "skipped" else "done",
             reason=reason,
         )
-        version = metadata.get("resourceVersion") or ""
-        event = new_event(record, source=SOURCE, event_id=f"watcher:{action}:{record.uid}:{version}")
+        version = obj.resource_version
+        subject, event = audit_event(record, event_id=f"watcher:{action}:{record.uid}:{version}")
         try:
-            await self._bus.publish(subjects.audit("watcher", action, record.namespace, record.name), event)
+            await self._bus.publish(subject, event)
         except Exception as error:  # the audit is a record, not a gate: the stream goes on
             log.warning("audit not published", error=str(error))
 
 
-def _name(obj: dict[str, Any]) -> str:
-    metadata = obj.get("metadata")
-    return str(metadata.get("name") or "-")[:253] if isinstance(metadata, dict) else "-"
+def _name(obj: KubeObject) -> str:
+    return str(obj.name or "-")[:253]

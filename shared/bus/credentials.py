@@ -18,7 +18,7 @@ from shared.config import NatsSettings
 def user_of(settings: NatsSettings) -> str | None:
     if settings.user:
         return settings.user
-    username = urlsplit(settings.url).username
+    username = urlsplit(settings.servers[0]).username if settings.servers else None
     return unquote(username) if username else None
 
 
@@ -35,7 +35,7 @@ def tls_context(settings: NatsSettings) -> ssl.SSLContext | None:
 
 def connect_options(settings: NatsSettings) -> dict[str, Any]:
     """`nats.connect` keyword arguments (servers included) for `settings`."""
-    options: dict[str, Any] = {"servers": [settings.url]}
+    options: dict[str, Any] = {"servers": settings.servers}
     if settings.user:
         options["user"] = settings.user
     if settings.password is not None:

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
-from nats.aio.msg import Msg
-from nats.js import JetStreamContext
 from pydantic import ValidationError
 
 from shared.domain.errors import PermanentError, TemporaryError
 from shared.messages import subjects
-from shared.messages.audit import AuditRecorded
-from shared.messages.envelope import CloudEvent, UnknownEventType, decode, new_event
+from shared.messages.audit import AuditRecorded, audit_event
+from shared.messages.envelope import CloudEvent, UnknownEventType, decode
 from shared.metrics import CONSUMER_DEAD_LETTERS, CONSUMER_HANDLED, CONSUMER_REDELIVERIES
 
 log = structlog.get_logger()
@@ -43,17 +41,41 @@ MSG_ID = "Nats-Msg-Id"
 AUDITED_SERVICES = ("watcher", "admission", "controller", "scheduler")
 
 
+class DeliveredMessage(Protocol):
+    """A delivered message as JetStream's client hands it out (`nats.aio.msg.Msg`); the in-memory
+    bus (memory.py) hands out its own, so both run through this one delivery."""
+
+    @property
+    def subject(self) -> str: ...
+
+    @property
+    def data(self) -> bytes: ...
+
+    @property
+    def metadata(self) -> Any: ...  # .num_delivered, .stream, .sequence.stream
+
+    async def ack(self) -> None: ...
+
+    async def nak(self, delay: float | None = None) -> None: ...
+
+    async def term(self) -> None: ...
+
+
+class Publisher(Protocol):
+    """Where dead letters and their audit records go (a JetStream context, or the in-memory bus)."""
+
+    async def publish(self, subject: str, payload: bytes, *, headers: dict[str, str]) -> Any: ...
+
+
 class Delivery:
-    def __init__(
-        self, js: JetStreamContext, spec: Any, handler: Handler, stats: Any, *, service: str
-    ) -> None:
+    def __init__(self, js: Publisher, spec: Any, handler: Handler, stats: Any, *, service: str) -> None:
         self._js = js
         self._spec = spec
         self._handler = handler
         self._stats = stats
         self._service = service
 
-    async def handle(self, msg: Msg) -> None:
+    async def handle(self, msg: DeliveredMessage) -> None:
         spec = self._spec
         delivered = msg.metadata.num_delivered
         if delivered > 1:  # the server handed it out again: a crash, a hang or a lost ack before
@@ -104,7 +126,7 @@ class Delivery:
         backoff = self._spec.backoff
         return float(backoff[min(attempt - 1, len(backoff) - 1)])
 
-    async def _hand_back(self, msg: Msg, delivered: int, reason: str) -> None:
+    async def _hand_back(self, msg: DeliveredMessage, delivered: int, reason: str) -> None:
         if delivered >= self._spec.max_deliver:
             await self.dead_letter(msg, f"gave up after {delivered} deliveries: {reason}")
             return
@@ -112,7 +134,7 @@ class Delivery:
         await msg.nak(delay=self._backoff(delivered))
         self._stats.retried += 1
 
-    async def dead_letter(self, msg: Msg, reason: str) -> None:
+    async def dead_letter(self, msg: DeliveredMessage, reason: str) -> None:
         spec = self._spec
         log.error("dead-lettered", durable=spec.durable, subject=msg.subject, reason=reason)
         where = f"{msg.metadata.stream}:{msg.metadata.sequence.stream}"
@@ -130,7 +152,7 @@ class Delivery:
         if self._service in AUDITED_SERVICES:
             await self._audit(msg, where, reason)
 
-    async def _audit(self, msg: Msg, where: str, reason: str) -> None:
+    async def _audit(self, msg: DeliveredMessage, where: str, reason: str) -> None:
         audit = AuditRecorded(
             service=self._service,
             action="dead-lettered",
@@ -140,14 +162,10 @@ class Delivery:
             reason=reason[:1000],
             details={"durable": self._spec.durable, "stream_sequence": where},
         )
-        event = new_event(
-            audit, source=f"phalanx/{self._service}", event_id=f"audit:dlq:{self._spec.durable}:{where}"
+        subject, event = audit_event(
+            audit, event_id=f"audit:dlq:{self._spec.durable}:{where}", filed_under=self._spec.durable
         )
         try:
-            await self._js.publish(
-                subjects.audit(self._service, "dead-lettered", None, self._spec.durable),
-                event.to_bytes(),
-                headers={MSG_ID: event.id},
-            )
+            await self._js.publish(subject, event.to_bytes(), headers={MSG_ID: event.id})
         except Exception as error:  # the dead letter itself is stored; the record is best effort
             log.warning("dead letter not audited", error=str(error))

@@ -1,6 +1,7 @@
 """JetStream adapter: streams, publishing with Nats-Msg-Id, durable pull consumers with ack policy.
 
-Every service connects through `Bus`. `ensure_streams` creates the streams idempotently at start.
+Every service connects through `NatsBus`, the JetStream implementation of the `Bus` port
+(ports.py). `ensure_streams` creates the streams idempotently at start.
 Every stream has age and size limits and discards its oldest messages at them (AUDIT by its own
 settings; CLUSTER, JOBS and DECISIONS also keep a bounded number per object). `publish` sets
 `Nats-Msg-Id` to the event id, so JetStream drops a duplicate inside its window; the consumer's
@@ -8,16 +9,16 @@ idempotency remains the real guarantee. `consume` runs a durable pull consumer: 
 of one subject (one object) are handled in order, in a lane of their own, different subjects
 concurrently; delivery.py says how one message is handled, retried in place (so order holds) and
 dead-lettered. Messages waiting in a lane are kept alive with in-progress acknowledgements.
+`pipeline` publishes without waiting for each ack (publish_pipeline.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 import nats
 import structlog
@@ -35,105 +36,37 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError, NotFoundError
 
-from shared.bus import consumer_health
-from shared.bus.consumer_health import Progress, Reporter
 from shared.bus.credentials import connect_options
 from shared.bus.delivery import MSG_ID, Delivery
+from shared.bus.lanes import LaneBus
+from shared.bus.ports import (
+    BatchHandler,
+    ConsumerPosition,
+    ConsumerProgress,
+    ConsumerSpec,
+    ConsumerStats,
+    Handler,
+)
+from shared.bus.publish_pipeline import ACK_TIMEOUT_SECONDS, Pipeline
 from shared.config import NatsSettings
 from shared.messages import catalog as _catalog  # noqa: F401  (registers every event type)
 from shared.messages import subjects
-from shared.messages.envelope import CloudEvent, decode
 
 log = structlog.get_logger()
 
-Handler = Callable[[CloudEvent[Any]], Awaitable[None]]
-BatchHandler = Callable[[list[CloudEvent[Any]]], Awaitable[None]]
 
-DEFAULT_BACKOFF = (0.2, 1.0, 5.0, 15.0, 30.0)
-
-
-@dataclass(frozen=True)
-class ConsumerSpec:
-    """A durable pull consumer: which stream, which subjects, and how hard to retry."""
-
-    stream: str
-    durable: str
-    filter_subjects: Sequence[str]
-    max_deliver: int = 8
-    backoff: Sequence[float] = DEFAULT_BACKOFF
-    batch: int = 256
-    ack_wait: float = 30.0
-    # A handler still running after this is cancelled and retried (and, at the limit, recorded).
-    # Its message is kept alive meanwhile, so this may exceed ack_wait.
-    handler_timeout: float = 120.0
-    deliver_new_only: bool = False
-    # Messages fetched and not yet finished. Fetching goes on while fewer are in flight, so a
-    # handler that waits (on a lock, on the API) holds back its own object's messages only.
-    in_flight: int = 1024
-    # When the consumer stops being ready (consumer_health.py): no message finished for this long
-    # while some are in progress, more than this many waiting on the server, or this many dead
-    # letters within `dead_letter_window` seconds. Checked every `health_every` seconds.
-    stuck_after: float = 300.0
-    max_lag: int = 10_000
-    dead_letter_loop: int = 20
-    dead_letter_window: float = 60.0
-    health_every: float = 5.0
-
-
-@dataclass
-class ConsumerStats:
-    handled: int = 0
-    retried: int = 0
-    dead_lettered: int = 0
-    errors: list[str] = field(default_factory=list)
-    progress: Progress = field(default_factory=Progress)
-
-
-class Pipeline:
-    """Publishes without waiting for each ack: messages go out in call order, acks are checked as
-    they arrive, and `drain` waits for the rest. A failed ack raises on the next call."""
-
-    def __init__(self, js: JetStreamContext) -> None:
-        self._js = js
-        self._inflight: list[asyncio.Future[Any]] = []
-
-    async def send(self, subject: str, payload: bytes, msg_id: str) -> None:
-        self._inflight.append(await self._js.publish_async(subject, payload, headers={MSG_ID: msg_id}))
-        if len(self._inflight) >= 512:
-            self._reap()
-
-    def _reap(self) -> None:
-        still: list[asyncio.Future[Any]] = []
-        for future in self._inflight:
-            if not future.done():
-                still.append(future)
-            elif future.exception() is not None:
-                raise future.exception()  # type: ignore[misc]
-        self._inflight = still
-
-    async def drain(self) -> None:
-        futures, self._inflight = self._inflight, []
-        for result in await asyncio.gather(*futures, return_exceptions=True):
-            if isinstance(result, BaseException):
-                raise result
-
-
-class Bus:
-    """One NATS connection and its JetStream context, shared by a service's publishers and consumers."""
+class NatsBus(LaneBus):
+    """The `Bus` port over one NATS connection and its JetStream context, shared by a service's
+    publishers and consumers."""
 
     def __init__(self, nc: Client, js: JetStreamContext, settings: NatsSettings, *, name: str = "") -> None:
-        self.service = name.removeprefix("phalanx-")
+        super().__init__(name=name)
         self.nc = nc
         self.js = js
         self.settings = settings
-        self._tasks: list[asyncio.Task[None]] = []
-        self._lanes: set[asyncio.Task[None]] = set()  # per-subject handlers of fetched messages
-        self._stopping = asyncio.Event()
-        # Where each consumer reports whether it keeps up (`/readyz`); set by the service.
-        self.health: Reporter | None = None
 
     @classmethod
-    async def connect(cls, settings: NatsSettings, *, name: str) -> Bus:
+    async def connect(cls, settings: NatsSettings, *, name: str) -> NatsBus:
         nc = await nats.connect(
             **connect_options(settings),
             name=name,
@@ -141,17 +74,15 @@ class Bus:
             reconnect_time_wait=0.5,
             connect_timeout=5,
         )
-        return cls(nc, nc.jetstream(timeout=10), settings, name=name)
+        return cls(nc, nc.jetstream(timeout=ACK_TIMEOUT_SECONDS), settings, name=name)
+
+    @property
+    def max_payload(self) -> int:
+        """The largest message the server takes (its `max_payload`)."""
+        return int(self.nc.max_payload)
 
     async def close(self) -> None:
-        self._stopping.set()
-        running = [*self._tasks, *self._lanes]
-        for task in running:
-            task.cancel()
-        for task in running:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self._stop_tasks()
         with contextlib.suppress(Exception):
             await self.nc.flush(timeout=2)
         with contextlib.suppress(Exception):
@@ -170,6 +101,7 @@ class Bus:
                 retention=RetentionPolicy.LIMITS,
                 discard=DiscardPolicy.OLD,
                 duplicate_window=120.0,
+                num_replicas=self.settings.replicas,
             )
             if name == subjects.AUDIT_STREAM:
                 config.max_age = self.settings.audit_max_age_hours * 3600
@@ -198,9 +130,6 @@ class Bus:
                     log.info("waiting for the bootstrap to create a stream", stream=name)
                     await asyncio.sleep(poll)
 
-    async def publish(self, subject: str, event: CloudEvent[Any]) -> None:
-        await self.publish_raw(subject, event.to_bytes(), msg_id=event.id)
-
     async def publish_raw(self, subject: str, payload: bytes, *, msg_id: str) -> None:
         await self.js.publish(subject, payload, headers={MSG_ID: msg_id})
 
@@ -222,28 +151,29 @@ class Bus:
             if isinstance(ack, BaseException):
                 raise ack
 
-    def pipeline(self) -> Pipeline:
-        return Pipeline(self.js)
+    async def position(self, stream: str, durable: str) -> ConsumerPosition:
+        last = (await self.js.stream_info(stream)).state.last_seq
+        progress = await self.progress(stream, durable)
+        return ConsumerPosition(last_sequence=last, **dataclasses.asdict(progress))
 
-    def consume(self, spec: ConsumerSpec, handler: Handler) -> ConsumerStats:
-        """Start consuming in the background; returns live counters. Stopped by `close()`."""
-        stats = ConsumerStats()
-        self._tasks.append(asyncio.create_task(self._consume(spec, handler, stats)))
-        return stats
+    async def progress(self, stream: str, durable: str) -> ConsumerProgress:
+        consumer = await self.js.consumer_info(stream, durable)
+        floor = (consumer.ack_floor.stream_seq if consumer.ack_floor else 0) or 0
+        return ConsumerProgress(
+            pending=int(consumer.num_pending or 0),
+            ack_pending=int(consumer.num_ack_pending or 0),
+            ack_floor=floor,
+        )
 
-    def consume_batches(self, spec: ConsumerSpec, handler: BatchHandler) -> ConsumerStats:
-        """Like `consume`, but hands each fetched batch to `handler` at once (one transaction).
+    async def last_message(self, stream: str, subject: str) -> bytes | None:
+        try:
+            newest = await self.js.get_last_msg(stream, subject)
+        except NotFoundError:
+            return None
+        return newest.data
 
-        When a batch fails, its messages are retried one by one through the per-message path, so
-        one poison message is dead-lettered alone and the rest still land.
-        """
-        stats = ConsumerStats()
-
-        async def one(event: CloudEvent[Any]) -> None:
-            await handler([event])
-
-        self._tasks.append(asyncio.create_task(self._consume(spec, one, stats, batch_handler=handler)))
-        return stats
+    def pipeline(self, *, ack_timeout: float = ACK_TIMEOUT_SECONDS) -> Pipeline:
+        return Pipeline(self.js, ack_timeout=ack_timeout)
 
     async def _subscribe(self, spec: ConsumerSpec) -> JetStreamContext.PullSubscription:
         config = ConsumerConfig(
@@ -281,10 +211,7 @@ class Bus:
         async def pending() -> int:
             return int((await subscription.consumer_info()).num_pending or 0)
 
-        in_flight = lambda: sum(len(lane) for lane in lanes.values())  # noqa: E731
-        health = asyncio.create_task(
-            consumer_health.watch(spec, stats.progress, in_flight, pending, lambda: self.health)
-        )
+        health = self.watch_health(spec, stats, lanes, pending)
         try:
             while not self._stopping.is_set():
                 try:
@@ -300,20 +227,13 @@ class Bus:
                     continue
                 if not lanes:
                     stats.progress.resumed()
-                if batch_handler is not None and await self._handle_batch(spec, batch_handler, batch, stats):
+                if batch_handler is not None and await self.handle_batch(spec, batch_handler, batch, stats):
                     continue
                 # One object's messages (one subject) run in order, in a lane of their own; different
                 # objects run concurrently, and the next fetch does not wait for this batch to finish.
                 for msg in batch:
                     await slots.acquire()
-                    lane = lanes.get(msg.subject)
-                    if lane is not None:
-                        lane.append(msg)
-                        continue
-                    lanes[msg.subject] = deque([msg])
-                    task = asyncio.create_task(self._run_lane(delivery, msg.subject, lanes, slots))
-                    self._lanes.add(task)
-                    task.add_done_callback(self._lanes.discard)
+                    self.lane(delivery, msg, lanes, slots.release)
         finally:
             keeper.cancel()
             health.cancel()
@@ -346,37 +266,3 @@ class Bus:
                 for msg in list(lane):
                     with contextlib.suppress(Exception):
                         await msg.in_progress()
-
-    async def _run_lane(
-        self, delivery: Delivery, subject: str, lanes: dict[str, deque[Msg]], slots: asyncio.Semaphore
-    ) -> None:
-        lane = lanes[subject]
-        try:
-            while lane:
-                # The head stays queued while handled (and retried), so later arrivals line up
-                # behind it and the object's order holds.
-                try:
-                    await delivery.handle(lane[0])
-                finally:
-                    lane.popleft()
-                    slots.release()
-        finally:
-            del lanes[subject]
-
-    async def _handle_batch(
-        self, spec: ConsumerSpec, handler: BatchHandler, batch: list[Msg], stats: ConsumerStats
-    ) -> bool:
-        """True when the whole batch was handled and acknowledged."""
-        try:
-            events = [decode(msg.data) for msg in batch]
-            await asyncio.wait_for(handler(events), spec.handler_timeout)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            log.warning("batch failed; retrying one by one", error=f"{type(error).__name__}: {error}")
-            return False
-        for msg in batch:
-            await msg.ack()
-        stats.handled += len(batch)
-        stats.progress.finished()
-        return True

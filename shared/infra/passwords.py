@@ -37,6 +37,9 @@ def with_user(url: str, user: str, password: str) -> str:
 
 
 def without_user(url: str) -> str:
+    """`url` with no credentials; each of a NATS cluster's comma-separated URLs likewise."""
+    if "," in url:
+        return ",".join(without_user(part) for part in url.split(","))
     parts = urlsplit(url)
     return urlunsplit(
         (parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, parts.query, parts.fragment)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.infra import local, nats_auth, passwords
+from shared.infra import local, nats_auth, nats_cluster, passwords
 from shared.storage import roles
 
 NATS_ENV = "PHALANX_NATS_URL"
@@ -33,13 +33,18 @@ class Provided:
     # shared.bus.permissions; PostgreSQL: shared.storage.roles). Empty for a server from the
     # environment or a container: its authorization is not ours to know.
     credentials: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Every server we started (a NATS cluster has several; `server` is the first of them).
+    servers: tuple[local.LocalServer, ...] = ()
 
     def url_as(self, role: str) -> str:
-        """The URL with `role`'s credentials in it, or the given URL when we know none."""
+        """The URL with `role`'s credentials in it, or the given URL when we know none.
+
+        A cluster's URL is the comma-separated list of its members', each given the credentials.
+        """
         if role not in self.credentials:
             return self.url
         user, password = self.credentials[role]
-        return passwords.with_user(self.url, user, password)
+        return ",".join(passwords.with_user(url, user, password) for url in self.url.split(","))
 
 
 def _nothing() -> None:
@@ -64,9 +69,18 @@ def docker_available() -> bool:
     return True  # a TCP Docker host: let testcontainers try it
 
 
-def provide_nats(state_dir: Path, *, env: str = NATS_ENV) -> Provided:
+def provide_nats(state_dir: Path, *, env: str = NATS_ENV, size: int = 1) -> Provided:
+    """`size` > 1 asks for a cluster: started here as local processes (never a container), unless
+    the environment names one (a comma-separated list of its members' URLs)."""
     if os.environ.get(env):
         return Provided(os.environ[env], "environment", _nothing)
+    if size > 1:
+        members = nats_cluster.start_nats_cluster(state_dir, size)
+        credentials = {role: (role, secret) for role, secret in nats_auth.passwords_for(state_dir).items()}
+        url = ",".join(member.url for member in members)
+        return Provided(
+            url, "local process", lambda: local.stop_all(members), members[0], credentials, tuple(members)
+        )
     if docker_available():
         from testcontainers.community.nats import NatsContainer
 
@@ -75,7 +89,7 @@ def provide_nats(state_dir: Path, *, env: str = NATS_ENV) -> Provided:
         return Provided(container.nats_uri(), "container", container.stop)
     server = local.start_nats(state_dir)
     credentials = {role: (role, password) for role, password in nats_auth.passwords_for(state_dir).items()}
-    return Provided(server.url, "local process", lambda: local.stop(server), server, credentials)
+    return Provided(server.url, "local process", lambda: local.stop(server), server, credentials, (server,))
 
 
 def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV, durable: bool = True) -> Provided:
@@ -89,7 +103,7 @@ def provide_postgres(state_dir: Path, *, env: str = POSTGRES_ENV, durable: bool 
         return Provided(container.get_connection_url(), "container", container.stop)
     server = local.start_postgres(state_dir, durable=durable)
     credentials = local_postgres_roles(server.url, state_dir)
-    return Provided(server.url, "local process", lambda: local.stop(server), server, credentials)
+    return Provided(server.url, "local process", lambda: local.stop(server), server, credentials, (server,))
 
 
 def local_postgres_roles(superuser_url: str, state_dir: Path) -> dict[str, tuple[str, str]]:

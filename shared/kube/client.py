@@ -6,13 +6,20 @@ and returns plain JSON: decoding every object into generated model classes costs
 rest of the watcher's work. Each request is timed and its errors counted by verb (api_metrics.py).
 API errors map onto the retry vocabulary: 5xx, 429 and connection failures are temporary, 4xx
 other than 409 permanent.
+
+A request may have to be sent by a moment or not at all (a bind of a scheduler decision, which
+must not land after the decision's window: services/controller/gangs.py). The caller sets
+`send_only_if` to a check; it runs once the request holds a connection, after any wait for the
+pool, and a False answer raises `NotSent` before a byte is written.
 """
 
 from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -26,6 +33,30 @@ from shared.kube import api_metrics
 MAX_WATCH_LINE_BYTES = 64 * 2**20
 
 
+# Whether a request may still be sent, asked once it has its connection (None: always).
+send_only_if: ContextVar[Callable[[], bool] | None] = ContextVar("send_only_if", default=None)
+
+
+class NotSent(Exception):
+    """The request was not sent: its `send_only_if` check said no once it had a connection."""
+
+
+async def _check_before_sending(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+) -> None:
+    check = send_only_if.get()
+    if check is not None and not check():
+        raise NotSent("not sent: too late once a connection was free")
+
+
+def _send_checks() -> aiohttp.TraceConfig:
+    """The check runs whether the connection is reused from the pool or newly made."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_check_before_sending)
+    trace.on_connection_create_end.append(_check_before_sending)
+    return trace
+
+
 class ApiError(Exception):
     def __init__(self, status: int, body: dict[str, Any] | None, message: str) -> None:
         super().__init__(message)
@@ -37,14 +68,14 @@ class ApiError(Exception):
         return str(self.body.get("reason", ""))
 
 
-async def make_api_client(kubeconfig: str | None) -> client.ApiClient:
+async def make_api_client(kubeconfig: str | None, *, connections: int = 64) -> client.ApiClient:
     configuration = client.Configuration()
     if kubeconfig:
         await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
     else:
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     # The client's default pool (4) serialises a busy controller's writes.
-    configuration.connection_pool_maxsize = 64
+    configuration.connection_pool_maxsize = connections
     api = client.ApiClient(configuration)
     # kubernetes_asyncio's session trusts the environment, so aiohttp looks up proxy variables
     # and re-reads ~/.netrc (in a thread) on every request: a third of a busy controller's CPU.
@@ -54,6 +85,7 @@ async def make_api_client(kubeconfig: str | None) -> client.ApiClient:
         connector=aiohttp.TCPConnector(limit=configuration.connection_pool_maxsize, ssl=_tls(configuration)),
         trust_env=False,
         read_bufsize=2**21,  # watch events of large objects exceed aiohttp's default buffer
+        trace_configs=[_send_checks()],
     )
     return api
 

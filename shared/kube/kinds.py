@@ -39,6 +39,10 @@ KINDS: dict[str, Kind] = {
         Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
         Kind("PersistentVolume", "v1", "persistentvolumes", False),
         Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
+        Kind("DeviceClass", "resource.k8s.io/v1", "deviceclasses", False),
+        Kind("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", True),
+        Kind("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", True),
+        Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices", False),
         Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
         Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
         Kind("Lease", "coordination.k8s.io/v1", "leases", True),
@@ -61,6 +65,7 @@ KINDS: dict[str, Kind] = {
         Kind("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True),
         Kind("Queue", "scheduling.volcano.sh/v1beta1", "queues", False),
         Kind("Command", "bus.volcano.sh/v1alpha1", "commands", True),
+        Kind("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False),
     )
 }
 

@@ -24,11 +24,30 @@ class PodRef(BaseModel):
     name: str
 
 
-class Bind(PodRef):
+class AllocatedDevice(BaseModel):
+    """One device for one request of a pod's ResourceClaim (in the pod's namespace), as the
+    claim's status.allocation.devices.results[] names it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
+class PodBinding(PodRef):
+    """One pod of a placed gang and its node, as the decision carries it (the scheduler core's
+    own is `plan.Bind`)."""
+
     node: str
+    # DRA: the controller writes these allocations to the pod's claims before it binds the pod.
+    devices: tuple[AllocatedDevice, ...] = ()
 
 
-class Eviction(PodRef):
+class PodEviction(PodRef):
+    """One pod to evict and why, as the decision carries it (the core's own is `plan.Eviction`)."""
+
     node: str
     reason: Literal["preempt", "reclaim", "release"]
 
@@ -50,17 +69,23 @@ class GangEnqueued(_GangDecision):
 
 @event_type("phalanx.decisions.gang.placed.v1")
 class GangPlaced(_GangDecision):
-    """Every pod in `binds` is to be bound to its node; together they reach the gang's minimum."""
+    """Every pod in `binds` is to be bound to its node; together they reach the gang's minimum.
+    `hypernode` names the HyperNode a network-topology constraint placed the gang in ("" if none);
+    the controller records it on the PodGroup as volcano.sh/job-allocated-hypernode."""
 
-    binds: tuple[Bind, ...]
+    binds: tuple[PodBinding, ...]
+    hypernode: str = ""
 
 
 @event_type("phalanx.decisions.pods.evicted.v1")
 class PodsEvicted(_GangDecision):
     """Pods of this gang are to be evicted, for `preemptor` (a gang uid) or to release the gang."""
 
-    evictions: tuple[Eviction, ...]
+    evictions: tuple[PodEviction, ...]
     preemptor: str | None = None
+
+
+# The PodGroup annotation the controller writes a gang's predicted start to (reservation backfill).
 
 
 @event_type("phalanx.decisions.gang.unschedulable.v1")
@@ -70,3 +95,6 @@ class GangUnschedulable(_GangDecision):
     reason: str
     condition_reason: str
     message: str
+    # Reservation backfill's expected start (ISO 8601 UTC), "" when none; the controller carries
+    # it to the PodGroup's phalanx.io/predicted-start annotation.
+    predicted_start: str = ""

@@ -55,6 +55,21 @@ def cluster_object(kind: str, namespace: str | None, name: str) -> str:
     return f"cluster.{kind.lower()}.{_key(namespace, name)}"
 
 
+def cluster_kind(kind: str) -> str:
+    """Every change to objects of one kind (a consumer's filter): `cluster.<kind>.>`."""
+    return f"cluster.{kind.lower()}.>"
+
+
+def all_decisions() -> str:
+    """Every decision about every gang (a consumer's filter): `decisions.>`."""
+    return STREAM_SUBJECTS[DECISIONS_STREAM]
+
+
+def audit_of(service: str) -> str:
+    """Every audit event one service may publish (its NATS permission): `audit.<service>.>`."""
+    return f"audit.{service}.>"
+
+
 def cluster_resynced(kind: str) -> str:
     return f"cluster.{kind.lower()}._resynced"
 
@@ -66,6 +81,11 @@ def decision(namespace: str, gang: str) -> str:
     order per subject: an "unschedulable" must never be handled after the "placed" that followed it.
     """
     return f"decisions.{_key(namespace, gang)}"
+
+
+def is_decision(subject: str) -> bool:
+    """Whether `subject` is one of `decision`'s."""
+    return subject.startswith(STREAM_SUBJECTS[DECISIONS_STREAM].removesuffix(">"))
 
 
 def job_event(what: str, namespace: str, name: str) -> str:

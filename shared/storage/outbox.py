@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql import func
 
 from shared import failpoints
-from shared.bus.nats import Bus
+from shared.bus.ports import Bus
 from shared.messages.envelope import CloudEvent
 from shared.metrics import OUTBOX_DEPTH, OUTBOX_OLDEST_AGE, OUTBOX_PUBLISHED
 from shared.storage.tables import _Outbox

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-ALLOWED_NAMESPACES = "phalanx.io/allowed-namespaces"
+from shared.volcano.keys import ALLOWED_NAMESPACES
+
 QUEUE_FORBIDS_NAMESPACE = "QueueForbidsNamespace"
 
 

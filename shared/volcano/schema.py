@@ -152,6 +152,22 @@ SPECS: dict[str, Shape] = {
         },
     ),
 }
+MEMBER_SELECTOR: Shape = (
+    "object",
+    {
+        "exactMatch": ("object", {"name": "string"}),
+        "regexMatch": ("object", {"pattern": "string"}),
+        "labelMatch": ("object", {"matchLabels": STRINGS, "matchExpressions": ("array", "object")}),
+    },
+)
+SPECS["HyperNode"] = (
+    "object",
+    {
+        "tier": "integer",
+        "tierName": "string",
+        "members": ("array", ("object", {"type": "string", "selector": MEMBER_SELECTOR})),
+    },
+)
 # A Pod is not Volcano's, but the same bounds keep its requests within what the services hold.
 SPECS["Pod"] = POD_SPEC
 # A Command keeps its fields at the top level, beside metadata.

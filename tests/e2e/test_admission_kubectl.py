@@ -33,6 +33,7 @@ from phalanx import stack as stacks
 from services.admission.context_loader import CACHE_SECONDS
 from shared.storage import tables
 from tests.e2e.conftest import kubectl
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.e2e,
@@ -115,18 +116,20 @@ def cluster_queues(stack: stacks.Stack) -> dict[str, tuple[str, str]]:
         if state == "Closed":
             applied = kubectl(stack, "apply", "-f", "-", stdin=close_command(name))
             assert applied.returncode == 0, applied.stderr
-    projected: dict[str, tuple[str, str]] = {}
-    for _ in range(300):
+
+    def caught_up() -> dict[str, tuple[str, str]] | None:
         projected = asyncio.run(projected_queues(stack.database_url))
-        if all(
+        held = all(
             name in projected and projected[name][0] == state and (not parent or projected[name][1] == parent)
             for name, (state, parent) in wanted.items()
-        ):
-            # The webhook caches what it read from the projection for a moment: outwait that copy.
-            time.sleep(CACHE_SECONDS + 0.2)
-            return projected
-        time.sleep(0.2)
-    pytest.fail(f"the projection never held the queues {wanted}; it has {projected}")
+        )
+        return projected if held else None
+
+    projected = eventually(caught_up, f"the projection holding the queues {wanted}", within=60, every=0.2)
+    assert projected is not None
+    # The webhook caches what it read from the projection for a moment: outwait that copy.
+    time.sleep(CACHE_SECONDS + 0.2)
+    return projected
 
 
 @pytest.mark.parametrize("name", sorted(CASES["cases"]), ids=lambda n: n.removesuffix(".yaml"))
@@ -205,18 +208,20 @@ def test_a_job_right_after_its_queue_closed_is_refused(stack: stacks.Stack) -> N
         return str((json.loads(body).get("status") or {}).get("state", "")) if status == 200 else ""
 
     assert kubectl(stack, "apply", "-f", "-", stdin=queue_manifest(name, None)).returncode == 0
-    deadline = time.monotonic() + 30
-    while state() != "Open":
-        assert time.monotonic() < deadline, "the controller never opened the queue"
-        time.sleep(0.1)
+    eventually(lambda: state() == "Open", "the controller opening the queue", within=30, every=0.1)
     assert kubectl(stack, "apply", "-f", "-", stdin=close_command(name)).returncode == 0
-    while state() != "Closed":
-        assert time.monotonic() < deadline, "the controller never closed the queue"
+
+    def closed() -> bool:
+        if state() == "Closed":
+            return True
         # Refused for another reason, each keeps the webhook's view of the queue fresh in its cache,
         # so the Job below meets a cache that may still say Open: only an exact read refuses it.
-        status, body = api_call(stack, "POST", jobs_path, job_in(name, "warm-up", valid=False))
-        assert "duplicated task name worker" in body
-        time.sleep(0.02)
+        _, body = api_call(stack, "POST", jobs_path, job_in(name, "warm-up", valid=False))
+        if "duplicated task name worker" not in body:
+            raise RuntimeError(f"the warm-up Job was not refused for its task names: {body}")
+        return False
+
+    eventually(closed, "the controller closing the queue", within=30)
     status, body = api_call(stack, "POST", jobs_path, job_in(name, "too-late"))
     assert status >= 400, body
     assert f"can only submit job to queue with state `Open`, queue `{name}` status is `Closed`" in body
@@ -243,24 +248,30 @@ def published_bundle(stack: stacks.Stack) -> bytes:
 
 @pytest.fixture
 def rotating_admission(stack: stacks.Stack) -> Iterator[int]:
-    """The stack's webhook restarted with certificates that last seconds; put back afterwards."""
-    process = stack.process("admission")
-    saved = dict(process.env)
-    process.env |= {
-        "ADMISSION_CERT_DIR": str(Path(stack.state_dir) / "admission-certs-rotating"),
-        "ADMISSION_CERT_VALIDITY_SECONDS": "5",
-        "ADMISSION_CA_VALIDITY_SECONDS": "8",
-        "ADMISSION_CERT_RENEW_BEFORE_SECONDS": "3",
-    }
-    stacks.stop_process(process)
-    stacks.restart(stack, "admission", kill=False)
+    """The stack's webhook restarted with certificates that last seconds; put back afterwards.
+    Every replica on a scaled stack: they share one Secret, and all serve on the one port."""
+    replicas = stack.replicas("admission")
+    saved = {replica.name: dict(replica.env) for replica in replicas}
+    stacks.stop_processes(replicas)
+    for replica in replicas:
+        replica.env |= {
+            "ADMISSION_CERT_DIR": str(Path(stack.state_dir) / f"{replica.name}-certs-rotating"),
+            # A Secret of their own: the stack's holds certificates of months, which a shorter
+            # policy keeps serving until they fall due.
+            "ADMISSION_CERT_SECRET": "phalanx-admission-tls-rotating",
+            "ADMISSION_CERT_VALIDITY_SECONDS": "5",
+            "ADMISSION_CA_VALIDITY_SECONDS": "8",
+            "ADMISSION_CERT_RENEW_BEFORE_SECONDS": "3",
+        }
+        stacks.restart(stack, replica.name, kill=False)
     try:
-        yield int(saved["ADMISSION_PORT"])
+        yield int(saved["admission"]["ADMISSION_PORT"])
     finally:
-        rotating = stack.process("admission")
-        rotating.env = saved
-        stacks.stop_process(rotating)
-        stacks.restart(stack, "admission", kill=False)
+        rotating = stack.replicas("admission")
+        stacks.stop_processes(rotating)
+        for replica in rotating:
+            replica.env = saved[replica.name]
+            stacks.restart(stack, replica.name, kill=False)
 
 
 def test_kubectl_keeps_working_while_the_webhook_rotates_its_certificates(

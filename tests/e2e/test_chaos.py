@@ -8,7 +8,8 @@ queue over its capability at any instant, no gang left partially bound, no pod c
 Scheduled twice, every bind within the recovery time after a fault, and every job Completed.
 
 It runs a stack of its own (the chaos command starts and stops it), not the package's shared one,
-because it restarts NATS and PostgreSQL.
+because it restarts NATS and PostgreSQL. On a scaled stack (PHALANX_TEST_SCALE) each fault hits a
+service's first replica, or the first NATS server of the cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from phalanx.chaos import plan, report, runner
+from tests.e2e.conftest import requested_scale
 
 pytestmark = pytest.mark.e2e
 GANGS = 8
@@ -25,13 +27,16 @@ GANGS = 8
 
 @pytest.mark.timeout(600)
 def test_every_fault_once_leaves_every_invariant_intact_and_every_job_complete(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, own_servers: None
 ) -> None:
-    # Servers of its own, so restarting them touches nothing else.
-    monkeypatch.delenv("PHALANX_NATS_URL", raising=False)
-    monkeypatch.delenv("PHALANX_DATABASE_URL", raising=False)
     settings = runner.ChaosSettings(
-        seed=5, duration_s=90, gangs=GANGS, fault_every_s=10, settle_s=240, state_dir=tmp_path / "stack"
+        seed=5,
+        duration_s=90,
+        gangs=GANGS,
+        fault_every_s=10,
+        settle_s=240,
+        state_dir=tmp_path / "stack",
+        scale=tuple(sorted(requested_scale().items())),  # PHALANX_TEST_SCALE, as every e2e stack
     )
     result = runner.run(settings, say=print)
     print(report.render(result))

@@ -7,13 +7,12 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from phalanx import stack as stacks
-from tests.e2e.conftest import kubectl
+from tests.e2e.conftest import job_phase, kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -66,14 +65,7 @@ def _watch(stack: stacks.Stack, *args: str) -> subprocess.CompletedProcess[str]:
 def _run_to_completion(stack: stacks.Stack, name: str, manifest: str) -> None:
     applied = kubectl(stack, "apply", "-f", "-", stdin=manifest)
     assert applied.returncode == 0, applied.stderr
-    phase = ""
-    for _ in range(300):
-        got = kubectl(stack, "get", "vcjob", name, "-o", "jsonpath={.status.state.phase}")
-        phase = got.stdout
-        if phase == "Completed":
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} did not complete; phase {phase!r}")
+    job_phase(stack, name, ("Completed",))
 
 
 def test_the_recent_past_of_one_job_says_what_changed(stack: stacks.Stack) -> None:

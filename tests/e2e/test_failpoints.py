@@ -11,6 +11,9 @@ else; restarted, the decision is carried out or placed again, never twice, and t
 T5: the controller dies right after creating a job's pods, before writing the job's status;
 restarted, it creates no pod twice and the job completes.
 
+T30 (c): the controller dies right after creating the ssh plugin's Secret; restarted, it keeps
+that one Secret, owned by the job, and the key is on no stream, in no table and in no log.
+
 T15: the scheduler's PostgreSQL connections are terminated by the server, ten times, while gangs
 are being scheduled; the scheduler reconnects without restarting, no gang is left partly bound
 and every job completes.
@@ -19,12 +22,14 @@ and every job completes.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import random
 import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -37,6 +42,7 @@ from phalanx.scenario.model import ClusterSpec
 from shared.failpoints import ENV
 from shared.infra import local
 from tests.e2e.test_restarts import GANG, PartialGangWatch, job
+from tests.e2e.test_secrets_on_bus import messages_holding
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
@@ -47,7 +53,10 @@ PARTIAL_BOUND_LIMIT_SECONDS = 90.0
 
 
 def restart_controller(stack: stacks.Stack, failpoints: str | None) -> None:
-    restart_with(stack, "controller", failpoints)
+    """Every controller replica, so that on a scaled stack the failpoint is hit by whichever
+    replica holds the job's shard; a kill in the test then kills them all."""
+    for replica in stack.replicas("controller"):
+        restart_with(stack, replica.name, failpoints)
 
 
 def restart_with(stack: stacks.Stack, service: str, failpoints: str | None, *, kill: bool = True) -> None:
@@ -71,9 +80,10 @@ def controller_failpoint(stack: stacks.Stack, failpoints: str) -> Iterator[None]
 
 
 def wait_until_dead(stack: stacks.Stack, within: float = 60.0, service: str = "controller") -> None:
-    pid = stack.process(service).pid
+    """Until a process of `service` has died: on a scaled stack, the replica that hit the failpoint."""
+    pids = [replica.pid for replica in stack.replicas(service)]
     eventually(
-        lambda: not local.is_alive(pid) or stacks._reaped(pid),
+        lambda: any(not local.is_alive(pid) or stacks._reaped(pid) for pid in pids),
         "the failpoint to fire",
         within=within,
         every=0.1,
@@ -142,7 +152,7 @@ def test_a_controller_killed_mid_bind_batch_leaves_no_gang_partly_bound(
             create(custom, "midbind")
             eventually(lambda: bound_pods(core, "midbind"), "the gang's first bind", within=60, every=0.1)
             assert bound_pods(core, "midbind") == 1, "the other binds are held back"
-            stacks.stop_process(stack.process("controller"), sig=signal.SIGKILL)
+            stacks.stop_processes(stack.replicas("controller"), sig=signal.SIGKILL)
             restart_controller(stack, None)
             phases = completed(custom, ["midbind"])
         alive = watch.is_alive()
@@ -203,15 +213,19 @@ def test_a_scheduler_killed_right_after_committing_a_decision_binds_no_pod_twice
         create(custom, "decided")
         wait_for(lambda: len(pods_of(core, "decided")) == GANG, "the gang's pods were never made")
         assert bound_pods(core, "decided") == 0, "no room for the gang while the blocker runs"
-        stacks.stop_process(stack.process("scheduler"), sig=signal.SIGKILL)
+        # Every replica on a scaled stack: a standby left running would place the gang itself.
+        schedulers = [replica.name for replica in stack.replicas("scheduler")]
+        stacks.stop_processes(stack.replicas("scheduler"), sig=signal.SIGKILL)
         wait_for(
             lambda: set(phase_of_pods(core, "blocker")) == {"Succeeded"}, "the blocker never ended", within=90
         )
         started = time.monotonic()
-        with contextlib.suppress(RuntimeError):  # it may crash before answering /readyz
-            restart_with(stack, "scheduler", "sched.after_decide_commit=crash:1", kill=False)
-        wait_until_dead(stack, within=90, service="scheduler")
-        restart_with(stack, "scheduler", None, kill=False)
+        for name in schedulers:
+            with contextlib.suppress(RuntimeError):  # it may crash before answering /readyz
+                restart_with(stack, name, "sched.after_decide_commit=crash:1", kill=False)
+        wait_until_dead(stack, within=90, service="scheduler")  # the one that led, right after its commit
+        for name in schedulers:  # the crashed one again, and a standby before it also crashes
+            restart_with(stack, name, None)
         phases = completed(custom, ["decided"])
         took = time.monotonic() - started
     finally:
@@ -268,3 +282,83 @@ def test_the_schedulers_connections_terminated_mid_work_lose_and_double_nothing(
     assert watch.violations == []
     assert stack.process("scheduler").pid == scheduler, "the same scheduler process throughout"
     assert local.is_alive(scheduler), "it reconnected rather than died"
+
+
+def ssh_job(name: str) -> dict[str, Any]:
+    manifest = job(name, replicas=2)
+    manifest["spec"]["plugins"] = {"ssh": [], "svc": []}
+    template = manifest["spec"]["tasks"][0]["template"]
+    template["metadata"]["annotations"]["simulator.phalanx/run-seconds"] = "10"  # seen running
+    return manifest
+
+
+def job_state(custom: client.CustomObjectsApi, name: str) -> str:
+    found = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs", name)
+    return str(((found.get("status") or {}).get("state") or {}).get("phase", ""))
+
+
+def secrets_of(core: client.CoreV1Api, prefix: str) -> list[Any]:
+    return [s for s in core.list_namespaced_secret("default").items if s.metadata.name.startswith(prefix)]
+
+
+async def database_rows_holding(stack: stacks.Stack, needles: list[str]) -> list[str]:
+    """Every table whose rows, as text, hold one of `needles` (what `pg_dump` would show)."""
+    connection = await asyncpg.connect(
+        make_url(stack.database_url).set(drivername="postgresql").render_as_string(False)
+    )
+    found: list[str] = []
+    try:
+        names = await connection.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        for (table,) in names:
+            dump = await connection.fetchval(
+                f"SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM \"{table}\" t"
+            )
+            found += [table for needle in needles if needle in dump]
+    finally:
+        await connection.close()
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_a_controller_killed_after_creating_an_ssh_secret_leaves_one_owned_secret_and_no_key_anywhere(
+    stack: stacks.Stack, apis: tuple[client.CustomObjectsApi, client.CoreV1Api]
+) -> None:
+    """T30 (c): the controller dies right after the ssh plugin's Secret is created, before the
+    job's status is written. Restarted, it keeps that Secret (owned by the job, so not a conflict)
+    rather than making a second key pair, the job completes, and the private key is on no stream,
+    in no table and in no service's log."""
+    custom, core = apis
+    with controller_failpoint(stack, "ctl.after_ssh_secret_create=crash:1"):
+        custom.create_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", "default", "jobs", ssh_job("keyed")
+        )
+        wait_until_dead(stack)
+        secret = core.read_namespaced_secret("keyed-ssh", "default")
+        restart_controller(stack, None)
+        eventually(lambda: job_state(custom, "keyed") == "Running", "the job running", within=120, every=0.2)
+        owner = custom.get_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", "default", "jobs", "keyed"
+        )
+        running = secrets_of(core, "keyed")
+        phases = completed(custom, ["keyed"])
+    assert [s.metadata.name for s in running] == ["keyed-ssh"], "one Secret"
+    after = running[0]
+    assert [r.uid for r in after.metadata.owner_references or []] == [owner["metadata"]["uid"]]
+    assert after.metadata.uid == secret.metadata.uid, "the Secret made before the crash, kept"
+    assert after.data == secret.data, "no second key pair drawn over it"
+    assert phases == {"keyed": "Completed"}
+    # A finished job's plugin objects go (Volcano's killJob): no key Secret is left behind.
+    eventually(lambda: secrets_of(core, "keyed") == [], "the finished job's Secret deleted", within=60)
+
+    encoded = after.data["id_rsa"]
+    pem = base64.b64decode(encoded).decode()
+    assert "PRIVATE KEY" in pem
+    body = "".join(pem.strip().splitlines()[1:-1])[:64]  # key bytes, not the PEM's framing
+    needles = [encoded[:64], body]
+    for needle in needles:
+        assert asyncio.run(messages_holding(stack.nats_url, needle.encode())) == [], "no key on the bus"
+    assert asyncio.run(database_rows_holding(stack, needles)) == [], "no key in the database"
+    for process in stack.processes:
+        if process.name != "simulator":  # the simulated API server is where the Secret lives
+            log = Path(process.log_path).read_text(errors="replace")
+            assert not any(needle in log for needle in needles), process.name

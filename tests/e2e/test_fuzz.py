@@ -26,6 +26,7 @@ from kubernetes import client, config
 from phalanx import stack as stacks
 from tests.e2e.conftest import kubectl
 from tests.e2e.fuzz_objects import UPDATE_KINDS, Case, base, cases, encode, update_cases
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.e2e,
@@ -136,12 +137,10 @@ def test_malformed_objects_are_refused_fast_and_clearly_while_a_valid_job_comple
         problems += judged(case, status, message, took)
     assert not problems, "\n".join(problems)
 
-    phase = ""
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and phase != "Completed":
-        phase = kubectl(stack, "get", "vcjob", "steady-job", "-o", "jsonpath={.status.state.phase}").stdout
-        time.sleep(0.5)
-    assert phase == "Completed"
+    def steady_job_phase() -> str:
+        return kubectl(stack, "get", "vcjob", "steady-job", "-o", "jsonpath={.status.state.phase}").stdout
+
+    eventually(lambda: steady_job_phase() == "Completed", "steady-job Completed", within=180, every=0.5)
     for process in stack.processes:
         os.kill(process.pid, 0)  # raises if the service died
     for case in accepted:  # leave the stack as other tests expect it
@@ -168,6 +167,9 @@ def test_hostile_updates_are_refused_fast_and_clearly(stack: stacks.Stack, api: 
     for kind, name in names.items():
         made = kubectl(stack, "create", "-f", "-", stdin=json.dumps(base(kind, name)))
         assert made.returncode == 0, made.stderr
+    # The controller gives a queue without a parent `root` (Volcano's queue controller does the
+    # same): wait for that write, so that only the hostile updates could change a spec from here.
+    eventually(lambda: spec_of("Queue").get("parent") == "root", "the queue given its parent", within=60)
     before = {kind: spec_of(kind) for kind in UPDATE_KINDS}
     problems: list[str] = []
     for case in update_cases(SEED, COUNT, names):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from phalanx import events
 from phalanx import stack as stacks
-from tests.e2e.conftest import kubectl
+from tests.e2e.conftest import job_phase, kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -41,14 +40,7 @@ def test_a_volcano_job_applied_with_kubectl_runs_to_completed(stack: stacks.Stac
     started = datetime.now(UTC) - timedelta(seconds=1)
     applied = kubectl(stack, "apply", "-f", str(EXAMPLE))
     assert applied.returncode == 0, applied.stderr
-    phase = ""
-    for _ in range(200):
-        got = kubectl(stack, "get", "vcjob", "hello-gang", "-o", "jsonpath={.status.state.phase}")
-        phase = got.stdout
-        if phase == "Completed":
-            break
-        time.sleep(0.2)
-    assert phase == "Completed"
+    job_phase(stack, "hello-gang", ("Completed",))
     pods = json.loads(
         kubectl(stack, "get", "pods", "-l", "volcano.sh/job-name=hello-gang", "-o", "json").stdout
     )
@@ -93,13 +85,7 @@ def test_server_side_apply_dry_run_and_explain_work_against_the_stack(stack: sta
     assert explained.returncode == 0, explained.stderr
     assert "FIELD: tasks <[]Object>" in explained.stdout
 
-    phase = ""
-    for _ in range(300):
-        phase = kubectl(stack, "get", "vcjob", "applied-gang", "-o", "jsonpath={.status.state.phase}").stdout
-        if phase in ("Running", "Completed"):
-            break
-        time.sleep(0.2)
-    assert phase in ("Running", "Completed")
+    job_phase(stack, "applied-gang", ("Running", "Completed"))
     shown = json.loads(
         kubectl(stack, "get", "vcjob", "applied-gang", "-o", "json", "--show-managed-fields").stdout
     )

@@ -31,7 +31,7 @@ import yaml
 from phalanx import stack as stacks
 from phalanx.scenario import ExternalStack, run_files
 from tests import waiting
-from tests.e2e.conftest import kubectl
+from tests.e2e.conftest import ServiceLogs, kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -50,7 +50,21 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def scrape(stack: stacks.Stack, service: str) -> Samples:
-    port = next(p.health_port for p in stack.processes if p.name == service)
+    """The service's metrics as a dashboard reads them on a scaled stack too: the scheduler's from
+    the replica leading (`phalanx_scheduler_leader == 1`), where the cycles run; every other
+    service's summed over its replicas (`sum by` every label), as each does its share."""
+    each = [_scrape_one(process.health_port) for process in stack.replicas(service)]
+    if service == "scheduler" and len(each) > 1:
+        leading = [samples for samples in each if value(samples, "phalanx_scheduler_leader") == 1]
+        return leading[0] if leading else each[0]
+    summed: Samples = {}
+    for samples in each:
+        for key, number in samples.items():
+            summed[key] = summed.get(key, 0.0) + number
+    return summed
+
+
+def _scrape_one(port: int) -> Samples:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert response.status == 200
         text = response.read().decode()
@@ -280,8 +294,7 @@ def test_api_requests_are_timed_by_verb_and_the_watcher_counts_its_lists(
 def restore_default_scheduler_configuration(stack: stacks.Stack) -> None:
     """Remove the scenario's jobs (their pending pods keep room reserved on the nodes) and the
     ConfigMap it wrote, and wait until the scheduler runs its default configuration again."""
-    log = Path(stack.state_dir, "logs", "scheduler.log")
-    seen = len(log.read_text().splitlines())
+    logs = ServiceLogs(stack, "scheduler")
     kubectl(stack, "delete", "vcjob", "low", "high", "-n", "default", "--ignore-not-found", "--timeout=60s")
     kubectl(
         stack,
@@ -306,8 +319,7 @@ def restore_default_scheduler_configuration(stack: stacks.Stack) -> None:
 
     def reloaded() -> bool:
         return any(
-            "scheduler configuration loaded" in line and '"preempt"' not in line
-            for line in log.read_text().splitlines()[seen:]
+            "scheduler configuration loaded" in line and '"preempt"' not in line for line in logs.new_lines()
         )
 
     eventually(reloaded, "the scheduler to load its default configuration")

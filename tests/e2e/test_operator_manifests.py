@@ -19,6 +19,7 @@ from phalanx.scenario import ExternalStack
 from phalanx.scenario.model import ClusterSpec
 from phalanx.scenario.stack import simulator_url_of
 from tests.e2e.conftest import kubectl
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -57,13 +58,7 @@ def _podgroup(stack: stacks.Stack, namespace: str, name: str) -> dict[str, Any]:
 
 
 def _eventually(check: Callable[[], Any], what: str, within: float = 60.0) -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            assert result, f"not within {within}s: {what}"
-            return result
-        time.sleep(0.25)
+    return eventually(check, what, within=within, every=0.25)
 
 
 def _stays(check: Callable[[], bool], what: str, seconds: float = 3.0) -> None:

@@ -8,14 +8,14 @@ message naming the queue, and accepts them from the allowed ones. Queues without
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 import yaml
 
 from phalanx import stack as stacks
-from shared.volcano.queue_access import ALLOWED_NAMESPACES
-from tests.e2e.conftest import kubectl
+from shared.volcano.keys import ALLOWED_NAMESPACES
+from tests.e2e.conftest import job_phase, kubectl
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.e2e,
@@ -71,11 +71,11 @@ def guarded_queue(stack: stacks.Stack) -> str:
     )
     applied = kubectl(stack, "apply", "-f", "-", stdin=manifest)
     assert applied.returncode == 0, applied.stderr
-    for _ in range(100):  # the controller opens the new queue
-        state = kubectl(stack, "get", "queue", QUEUE, "-o", "jsonpath={.status.state}").stdout
-        if state == "Open":
-            break
-        time.sleep(0.2)
+    eventually(  # the controller opens the new queue
+        lambda: kubectl(stack, "get", "queue", QUEUE, "-o", "jsonpath={.status.state}").stdout == "Open",
+        f"queue {QUEUE} open",
+        within=30,
+    )
     return QUEUE
 
 
@@ -98,12 +98,4 @@ def test_a_podgroup_from_another_namespace_is_refused(stack: stacks.Stack, guard
 def test_the_allowed_namespace_submits_and_runs(stack: stacks.Stack, guarded_queue: str) -> None:
     applied = kubectl(stack, "apply", "-f", "-", stdin=job("welcome", "team-a"))
     assert applied.returncode == 0, applied.stderr
-    phase = ""
-    for _ in range(300):
-        phase = kubectl(
-            stack, "get", "vcjob", "welcome", "-n", "team-a", "-o", "jsonpath={.status.state.phase}"
-        ).stdout
-        if phase in ("Running", "Completed"):
-            break
-        time.sleep(0.2)
-    assert phase in ("Running", "Completed")
+    job_phase(stack, "welcome", ("Running", "Completed"), namespace="team-a")

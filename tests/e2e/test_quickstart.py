@@ -125,6 +125,8 @@ def run_until(block: str, cwd: Path, done: re.Pattern[str], timeout: float) -> s
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     process.wait(timeout=30)
     reader.join(timeout=10)
+    if process.stdout is not None and not reader.is_alive():  # a live reader still holds it
+        process.stdout.close()
     text = "".join(output)
     assert exited_early is None, f"the block stopped by itself ({exited_early}):\n{text}"
     assert done.search(text), f"no {done.pattern!r} within {timeout:.0f} s:\n{text}"

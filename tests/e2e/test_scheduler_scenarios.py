@@ -16,7 +16,7 @@ import pytest
 
 from phalanx import stack as stacks
 from phalanx.scenario import ExternalStack, run_files
-from tests.e2e.conftest import audit_records
+from tests.e2e.conftest import ServiceLogs, audit_records
 
 pytestmark = pytest.mark.e2e
 
@@ -55,6 +55,6 @@ def test_configuration_change_is_followed_and_a_bad_one_is_refused_on_record(sta
     assert rejected[-1]["outcome"] == "failed"
     assert any(r["action"] == "configuration-loaded" for r in records)
     # ... and in the scheduler's log.
-    log = Path(stack.state_dir, "logs", "scheduler.log").read_text()
+    log = ServiceLogs(stack, "scheduler").text()  # the leader's, whichever replica leads
     assert "invalid scheduler configuration; keeping the previous" in log
     assert "failed to find Action allocat" in log

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from phalanx import stack as stacks
+from shared.config import NatsSettings
 from shared.messages import subjects
 from tests.e2e.conftest import kubectl
 from tests.e2e.test_poison import RUN, job, wait_for
@@ -51,7 +52,7 @@ def secret_task(secret: str) -> dict[str, object]:
 
 async def messages_holding(nats_url: str, needle: bytes) -> list[str]:
     """Every message on every stream whose subject or body holds `needle`, as `stream:subject`."""
-    client = await nats.connect(nats_url)
+    client = await nats.connect(NatsSettings(url=nats_url).servers)  # one URL, or a cluster's
     found: list[str] = []
     try:
         stream_api = client.jetstream()

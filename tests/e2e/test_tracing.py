@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,7 +23,8 @@ import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from phalanx import stack as stacks
-from tests.e2e.conftest import kubectl
+from tests import waiting
+from tests.e2e.conftest import kubectl, up_own_stack
 
 pytestmark = [
     pytest.mark.e2e,
@@ -109,7 +110,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Ite
     state_dir = tmp_path_factory.mktemp("tracing-stack")
     os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
     try:
-        running = stacks.up(state_dir, durable_postgres=False)
+        running = up_own_stack(state_dir)
         try:
             yield running
         finally:
@@ -118,15 +119,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Ite
         del os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
 
 
-def eventually(check: Any, what: str) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
+# A whole stack acts on its own time (on a scaled one, whichever replica holds the job).
+eventually = partial(waiting.eventually, within=WAIT_SECONDS, every=0.5)
 
 
 def job(name: str) -> dict[str, Any]:

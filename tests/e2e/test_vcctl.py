@@ -19,7 +19,7 @@ import pytest
 
 from phalanx import stack as stacks
 from tests import waiting
-from tests.e2e.conftest import kubectl
+from tests.e2e.conftest import kubectl, up_own_stack
 
 pytestmark = [
     pytest.mark.e2e,
@@ -44,7 +44,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stacks.Stack]:
     """A stack of this module's own: vcctl's tables are as wide as the longest name listed, and
     `why` reads every queue, so jobs and queues other modules leave behind would change them."""
     state_dir = tmp_path_factory.mktemp("vcctl-stack")
-    running = stacks.up(state_dir, durable_postgres=False)
+    running = up_own_stack(state_dir)
     try:
         yield running
     finally:
@@ -126,7 +126,8 @@ def cleanup(stack: stacks.Stack) -> Iterator[list[tuple[str, ...]]]:
         names = kubectl(stack, "get", "pods", "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
         return not any(n in pods or any(n.startswith(f"{job}-") for job in jobs) for n in names)
 
-    eventually(gone, "the test's pods deleted")
+    # Deleted pods terminate gracefully (their grace period) on a machine the other workers load.
+    eventually(gone, "the test's pods deleted", within=240)
     for kind, name in leftovers:
         if kind == "queue":
             eventually(

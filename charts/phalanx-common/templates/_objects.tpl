@@ -43,36 +43,50 @@ automountServiceAccountToken: false
 {{- end -}}
 
 {{/* Ingress to these pods, and nothing else: the health and metrics port (the kubelet's probes,
-     Prometheus), and the webhook port for the Kubernetes API server only where there is one.
+     Prometheus), the ports a chart adds (`ports`: a list of {port, from}, such as the console's
+     web port), and the webhook port for the Kubernetes API server only where there is one.
      Egress is left to the cluster's policy: NATS, PostgreSQL, DNS and the API server live at
-     addresses a chart cannot know (docs/security.md). */}}
+     addresses a chart cannot know (docs/security.md). Called with the chart's context, or with
+     (dict "root" . "ports" (list ...)). */}}
 {{- define "phalanx.networkPolicy" -}}
-{{- if .Values.networkPolicy.enabled }}
+{{- $root := .root | default . -}}
+{{- $ports := list -}}
+{{- if and (kindIs "map" .) (hasKey . "ports") }}{{ $ports = .ports }}{{ end -}}
+{{- if $root.Values.networkPolicy.enabled }}
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata:
-  name: {{ include "phalanx.fullname" . }}
-  namespace: {{ .Release.Namespace }}
+  name: {{ include "phalanx.fullname" $root }}
+  namespace: {{ $root.Release.Namespace }}
   labels:
-    {{- include "phalanx.labels" . | nindent 4 }}
+    {{- include "phalanx.labels" $root | nindent 4 }}
 spec:
   podSelector:
     matchLabels:
-      {{- include "phalanx.selectorLabels" . | nindent 6 }}
+      {{- include "phalanx.selectorLabels" $root | nindent 6 }}
   policyTypes: [Ingress]
   ingress:
     - ports:
-        - port: {{ .Values.healthPort }}
+        - port: {{ $root.Values.healthPort }}
           protocol: TCP
-      {{- with .Values.networkPolicy.metricsFrom }}
+      {{- with $root.Values.networkPolicy.metricsFrom }}
       from:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-    {{- if .Values.webhook }}
+    {{- range $ports }}
     - ports:
-        - port: {{ .Values.webhook.port }}
+        - port: {{ .port }}
           protocol: TCP
-      {{- with .Values.networkPolicy.apiServerCIDRs }}
+      {{- with .from }}
+      from:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    {{- end }}
+    {{- if $root.Values.webhook }}
+    - ports:
+        - port: {{ $root.Values.webhook.port }}
+          protocol: TCP
+      {{- with $root.Values.networkPolicy.apiServerCIDRs }}
       from:
         {{- range . }}
         - ipBlock:
@@ -112,15 +126,16 @@ spec:
 {{/*
 The service's Deployment: one restricted container running `python -m services.<service>`.
 Called with (dict "root" . "kubeApi" <bool> "env" <yaml> "ports" <yaml> "volumeMounts" <yaml>
-"volumes" <yaml>): kubeApi says whether the pod gets a ServiceAccount token (in-cluster
-configuration: <SERVICE>_KUBECONFIG unset means the mounted token); the others are the chart's own
-additions as YAML lists, usually from its own templates/_<service>.tpl.
+"volumes" <yaml> "statefulSet" <bool>): kubeApi says whether the pod gets a ServiceAccount token
+(in-cluster configuration: <SERVICE>_KUBECONFIG unset means the mounted token); statefulSet makes it
+a StatefulSet, whose pods each have an ordinal of their own (the controller's replica number); the
+others are the chart's own additions as YAML lists, usually from its own templates/_<service>.tpl.
 */}}
 {{- define "phalanx.deployment" -}}
 {{- $root := .root -}}
 {{- $service := include "phalanx.service" $root -}}
 apiVersion: apps/v1
-kind: Deployment
+kind: {{ if .statefulSet }}StatefulSet{{ else }}Deployment{{ end }}
 metadata:
   name: {{ include "phalanx.fullname" $root }}
   namespace: {{ $root.Release.Namespace }}
@@ -129,6 +144,12 @@ metadata:
 spec:
   replicas: {{ $root.Values.replicas }}
   revisionHistoryLimit: 5
+  {{- if .statefulSet }}
+  # Nothing resolves the pods by name, so the governing Service need not exist; Parallel: a
+  # replica starts and stops without waiting for the ones before it.
+  serviceName: {{ include "phalanx.fullname" $root }}
+  podManagementPolicy: Parallel
+  {{- end }}
   selector:
     matchLabels:
       {{- include "phalanx.selectorLabels" $root | nindent 6 }}

@@ -9,7 +9,7 @@ from .context import (
     DEFAULT_MAX_OBJECT_BYTES,
     VOLCANO_JOB_PLUGINS,
     AdmissionContext,
-    QueueView,
+    QueueAdmissionFacts,
 )
 from .errors import FieldError, MessageStyle, Reason, compose
 from .jobs import default_job, validate_job_create, validate_job_update
@@ -28,7 +28,7 @@ __all__ = [
     "AdmissionContext",
     "FieldError",
     "MessageStyle",
-    "QueueView",
+    "QueueAdmissionFacts",
     "Reason",
     "compose",
     "default_job",

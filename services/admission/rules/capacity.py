@@ -14,13 +14,13 @@ from typing import Any
 from shared.domain.quantity import QuantityError, format_milli, to_milli
 from shared.domain.resources import MEMORY, pod_requests
 
-from .context import QueueView
+from .context import QueueAdmissionFacts
 from .errors import FieldError
 from .job_checks import int_value
 
 
 def capability_errors(
-    tasks: Sequence[Mapping[str, Any]], min_available: int, queue: QueueView
+    tasks: Sequence[Mapping[str, Any]], min_available: int, queue: QueueAdmissionFacts
 ) -> list[FieldError]:
     if not queue.capability or min_available <= 0:
         return []

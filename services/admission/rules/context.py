@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.domain.quantity import parse_quantity
 from shared.volcano import ROOT_QUEUE, Queue, queue_access
+from shared.volcano.keys import HIERARCHY
 
 # Volcano's registered job plugins (pkg/controllers/job/plugins/factory.go).
 VOLCANO_JOB_PLUGINS: frozenset[str] = frozenset(
@@ -27,7 +28,7 @@ ResourceAmounts = Mapping[str, str | int | float]
 
 
 @dataclass(frozen=True)
-class QueueView:
+class QueueAdmissionFacts:
     """What the rules read of a queue: state, place in the hierarchy, resource settings."""
 
     name: str
@@ -42,7 +43,7 @@ class QueueView:
     allowed_namespaces: frozenset[str] | None = None
 
     @classmethod
-    def from_queue(cls, queue: Queue | Mapping[str, Any]) -> QueueView:
+    def from_queue(cls, queue: Queue | Mapping[str, Any]) -> QueueAdmissionFacts:
         """The view of a Queue object (or its Kubernetes JSON) as stored in the cluster."""
         model = queue if isinstance(queue, Queue) else Queue.model_validate(queue)
         spec, status = model.spec, model.status
@@ -55,7 +56,7 @@ class QueueView:
             capability=dict(spec.capability or {}),
             deserved=dict(spec.deserved or {}),
             guarantee=dict((spec.guarantee.resource if spec.guarantee else None) or {}),
-            hierarchy=annotations.get("volcano.sh/hierarchy", ""),
+            hierarchy=annotations.get(HIERARCHY, ""),
             allocated_pods=int(parse_quantity(allocated)),
             allowed_namespaces=queue_access.allowed_namespaces(annotations),
         )
@@ -65,7 +66,7 @@ class QueueView:
 class AdmissionContext:
     """Everything outside the reviewed object that a rule may consult."""
 
-    queues: Mapping[str, QueueView] = field(default_factory=dict)
+    queues: Mapping[str, QueueAdmissionFacts] = field(default_factory=dict)
     priority_classes: frozenset[str] = frozenset()
     jobs_per_queue: Mapping[str, int] = field(default_factory=dict)
     known_plugins: frozenset[str] = VOLCANO_JOB_PLUGINS
@@ -80,10 +81,10 @@ class AdmissionContext:
     @classmethod
     def from_cluster(cls, queues: Iterable[Queue | Mapping[str, Any]], **settings: Any) -> AdmissionContext:
         """A context from the cluster's Queue objects (models or JSON) plus other settings."""
-        views = [QueueView.from_queue(queue) for queue in queues]
+        views = [QueueAdmissionFacts.from_queue(queue) for queue in queues]
         return cls(queues={view.name: view for view in views}, **settings)
 
-    def children(self, queue: str) -> list[QueueView]:
+    def children(self, queue: str) -> list[QueueAdmissionFacts]:
         """Direct child queues; a queue without a parent hangs under `root`."""
         return sorted(
             (

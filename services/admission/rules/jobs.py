@@ -13,7 +13,9 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shared.domain.runtime_estimate import EXPECTED_RUNTIME, annotation_error
 from shared.volcano import DEFAULT_QUEUE, ROOT_QUEUE, NumaPolicy
+from shared.volcano.objects import JobObject
 
 from .capacity import capability_errors
 from .context import AdmissionContext
@@ -91,7 +93,8 @@ def _default_task(task: dict[str, Any], index: int) -> None:
 def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[FieldError]:
     """Everything wrong with a new (already defaulted) job, in Volcano's order."""
     spec = job.get("spec") or {}
-    name = str((job.get("metadata") or {}).get("name") or "")
+    view = JobObject(job)
+    name = str(view.name)
     if basics := _basic_counts(spec):
         return basics[:1]  # Volcano answered these alone, before anything else
     tasks: Sequence[dict[str, Any]] = spec.get("tasks") or []
@@ -131,8 +134,7 @@ def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[F
     errors += queue_errors
     if not queue_errors:
         errors += capability_errors(tasks, int_value(spec.get("minAvailable")), ctx.queues[queue])
-    namespace = str((job.get("metadata") or {}).get("namespace") or "")
-    errors += namespace_errors(queue, namespace, ctx, listed=True)
+    errors += namespace_errors(queue, str(view.namespace), ctx, listed=True)
     priority_class = spec.get("priorityClassName")
     if priority_class and not ctx.priority_class_exists(str(priority_class)):
         message = f"no PriorityClass with name {priority_class} was found"
@@ -140,6 +142,8 @@ def validate_job_create(job: Mapping[str, Any], ctx: AdmissionContext) -> list[F
     if any(task.get("dependsOn") for task in tasks) and not is_dag(tasks):
         message = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
         errors.append(FieldError("spec.tasks", message, text=f" {message};"))
+    if (runtime := annotation_error(view.meta.get("annotations"))) is not None:
+        errors.append(FieldError(f"metadata.annotations[{EXPECTED_RUNTIME}]", runtime, text=f" {runtime};"))
     return errors
 
 
@@ -252,7 +256,7 @@ def validate_job_update(
                     f"'minAvailable' must be <= 'replicas' in task: {task_name}",
                 )
             ]
-        job_name = str((new.get("metadata") or {}).get("name") or "")
+        job_name = str(JobObject(new).name)
         if partition := partition_errors(task, path, f"in task: {task_name}, job: {job_name}"):
             return partition[:1]
         total += replicas

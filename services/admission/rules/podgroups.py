@@ -1,7 +1,8 @@
 """PodGroup admission: the namespace's queue as default on CREATE; queue and topology checks.
 
 Called by `review.py` for `scheduling.volcano.sh/v1beta1` PodGroups, mostly those other
-operators create (KubeRay, Kubeflow), on CREATE and UPDATE. Messages are joined with `; `
+operators create (KubeRay, Kubeflow), on CREATE (as Volcano registers it; an UPDATE is
+reviewed only if a configuration sends one: registration.py does not). Messages are joined with `; `
 ("join" style), as Volcano joins them.
 """
 
@@ -11,7 +12,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from shared.domain.runtime_estimate import EXPECTED_RUNTIME, annotation_error
 from shared.volcano import DEFAULT_QUEUE
+from shared.volcano.objects import PodGroupObject
 
 from .context import AdmissionContext
 from .errors import FieldError, MessageStyle
@@ -29,7 +32,7 @@ def default_podgroup(podgroup: Mapping[str, Any], ctx: AdmissionContext) -> dict
     result = copy.deepcopy(dict(podgroup))
     spec = result.setdefault("spec", {})
     queue = spec.get("queue") or DEFAULT_QUEUE
-    namespace = (result.get("metadata") or {}).get("namespace") or ""
+    namespace = PodGroupObject(result).namespace
     if queue == DEFAULT_QUEUE:
         # The CRD schema defaults the queue; write it so the object says where it will run.
         spec["queue"] = ctx.namespace_queues.get(namespace) or DEFAULT_QUEUE
@@ -40,9 +43,9 @@ def validate_podgroup_create(podgroup: Mapping[str, Any], ctx: AdmissionContext)
     spec = podgroup.get("spec") or {}
     errors = _queue_errors(spec.get("queue"), ctx)
     if spec.get("queue") and not errors:
-        namespace = str((podgroup.get("metadata") or {}).get("namespace") or "")
+        namespace = str(PodGroupObject(podgroup).namespace)
         errors = namespace_errors(str(spec["queue"]), namespace, ctx, listed=False)
-    return errors + _topology_errors(spec)
+    return errors + _topology_errors(spec) + _runtime_errors(podgroup)
 
 
 def validate_podgroup_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
@@ -51,6 +54,12 @@ def validate_podgroup_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> 
     running in a queue closed after it was admitted, as in Volcano."""
     del old
     return _topology_errors(new.get("spec") or {})
+
+
+def _runtime_errors(podgroup: Mapping[str, Any]) -> list[FieldError]:
+    """Phalanx's runtime estimate, when given, must be one (docs/backfill.md)."""
+    message = annotation_error(PodGroupObject(podgroup).meta.get("annotations"))
+    return [] if message is None else [FieldError(f"metadata.annotations[{EXPECTED_RUNTIME}]", message)]
 
 
 def _queue_errors(queue: Any, ctx: AdmissionContext) -> list[FieldError]:

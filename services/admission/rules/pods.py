@@ -15,20 +15,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from shared.volcano.keys import JDB_MAX_UNAVAILABLE, JDB_MIN_AVAILABLE
+from shared.volcano.objects import PodObject
+
 from .context import AdmissionContext
 from .errors import FieldError, MessageStyle
 
 STYLE: MessageStyle = "first"
-GROUP_NAME = "scheduling.k8s.io/group-name"
-JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
-JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 JDB_KEYS = (JDB_MIN_AVAILABLE, JDB_MAX_UNAVAILABLE)
 
 
 def validate_pod_create(pod: Mapping[str, Any], ctx: AdmissionContext) -> list[FieldError]:
-    spec = _mapping(pod.get("spec"))
-    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
-    if spec.get("schedulerName") != ctx.scheduler_name or annotations.get(GROUP_NAME):
+    view = PodObject(pod)
+    annotations = view.annotations
+    if view.scheduler_name != ctx.scheduler_name or view.group_name:
         return []
     present = [key for key in JDB_KEYS if key in annotations]
     for key in present:
@@ -44,10 +44,6 @@ def validate_pod_create(pod: Mapping[str, Any], ctx: AdmissionContext) -> list[F
             )
         ]
     return []
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _go_atoi(text: str) -> int | None:

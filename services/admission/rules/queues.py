@@ -15,14 +15,14 @@ from typing import Any
 from shared.domain.quantity import QuantityError, parse_quantity
 from shared.domain.resources import Resources
 from shared.volcano import DEFAULT_QUEUE, ROOT_QUEUE
+from shared.volcano.keys import HIERARCHY, HIERARCHY_WEIGHTS
+from shared.volcano.objects import QueueObject
 
-from .context import AdmissionContext, QueueView, ResourceAmounts
+from .context import AdmissionContext, QueueAdmissionFacts, ResourceAmounts
 from .errors import FieldError, MessageStyle, go_invalid
 from .queue_resources import add, below_somewhere, describe, format_one, named, volcano_amounts
 
 STYLE: MessageStyle = "aggregate"
-HIERARCHY = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 MAX_WEIGHT = 65535
 
 
@@ -81,8 +81,8 @@ def _validate(
     fields = _field_errors(queue, ctx)
     if fields:
         return fields
-    view = QueueView.from_queue(queue)
-    old_view = QueueView.from_queue(old) if old is not None else None
+    view = QueueAdmissionFacts.from_queue(queue)
+    old_view = QueueAdmissionFacts.from_queue(old) if old is not None else None
     parent_changed = old_view is None or old_view.parent != view.parent
     if parent_changed and (parent_error := _parent_error(view, ctx)):
         return [FieldError("spec.parent", parent_error)]
@@ -96,7 +96,7 @@ def _validate(
     return []
 
 
-def _resources_of(view: QueueView) -> tuple[Resources, Resources, Resources]:
+def _resources_of(view: QueueAdmissionFacts) -> tuple[Resources, Resources, Resources]:
     return (
         Resources.parse(view.capability),
         Resources.parse(view.deserved),
@@ -104,7 +104,7 @@ def _resources_of(view: QueueView) -> tuple[Resources, Resources, Resources]:
     )
 
 
-def _resources_changed(view: QueueView, old: QueueView) -> bool:
+def _resources_changed(view: QueueAdmissionFacts, old: QueueAdmissionFacts) -> bool:
     return view.parent != old.parent or _resources_of(view) != _resources_of(old)
 
 
@@ -172,7 +172,8 @@ def _share_errors(
 
 
 def _hierarchy_annotation_errors(queue: Mapping[str, Any], ctx: AdmissionContext) -> list[FieldError]:
-    annotations = (queue.get("metadata") or {}).get("annotations") or {}
+    view = QueueObject(queue)
+    annotations = view.annotations
     hierarchy, weights = annotations.get(HIERARCHY, ""), annotations.get(HIERARCHY_WEIGHTS, "")
     if not hierarchy and not weights:
         return []
@@ -192,7 +193,7 @@ def _hierarchy_annotation_errors(queue: Mapping[str, Any], ctx: AdmissionContext
         if number <= 0:
             detail = f"{weight} in the {weights} must be larger than 0"
             return [FieldError(field, go_invalid(path, weights, detail))]
-    name = (queue.get("metadata") or {}).get("name")
+    name = view.meta.get("name")
     for other in sorted(ctx.queues.values(), key=lambda view: view.name):
         if other.hierarchy and other.name != name and other.hierarchy.startswith(hierarchy + "/"):
             detail = (
@@ -202,7 +203,7 @@ def _hierarchy_annotation_errors(queue: Mapping[str, Any], ctx: AdmissionContext
     return []
 
 
-def _parent_error(view: QueueView, ctx: AdmissionContext) -> str | None:
+def _parent_error(view: QueueAdmissionFacts, ctx: AdmissionContext) -> str | None:
     """Volcano's checks of a new or changed parent: not itself, not too deep, exists, and
     not a queue that already runs pods of its own."""
     if view.parent in ("", ROOT_QUEUE):
@@ -230,7 +231,7 @@ def _parent_error(view: QueueView, ctx: AdmissionContext) -> str | None:
     return None
 
 
-def _hierarchy_error(view: QueueView, ctx: AdmissionContext) -> str | None:
+def _hierarchy_error(view: QueueAdmissionFacts, ctx: AdmissionContext) -> str | None:
     if view.parent not in ("", ROOT_QUEUE):
         parent = ctx.queues.get(view.parent)
         if parent is None:
@@ -248,7 +249,7 @@ def _hierarchy_error(view: QueueView, ctx: AdmissionContext) -> str | None:
     return None
 
 
-def _above_ancestor(view: QueueView, ctx: AdmissionContext) -> str | None:
+def _above_ancestor(view: QueueAdmissionFacts, ctx: AdmissionContext) -> str | None:
     own = volcano_amounts(view.capability)
     for name in named(own):
         parent, limit = view.parent, None
@@ -265,7 +266,7 @@ def _above_ancestor(view: QueueView, ctx: AdmissionContext) -> str | None:
     return None
 
 
-def _sum_error(parent: QueueView, children: list[QueueView], label: str) -> str | None:
+def _sum_error(parent: QueueAdmissionFacts, children: list[QueueAdmissionFacts], label: str) -> str | None:
     """Children's guarantees, then deserved shares, summed one child at a time as Volcano
     does, must stay within the parent's."""
     limits = {
@@ -285,7 +286,9 @@ def _sum_error(parent: QueueView, children: list[QueueView], label: str) -> str 
     return None
 
 
-def _children_error(view: QueueView, children: list[QueueView], ctx: AdmissionContext) -> str | None:
+def _children_error(
+    view: QueueAdmissionFacts, children: list[QueueAdmissionFacts], ctx: AdmissionContext
+) -> str | None:
     own = volcano_amounts(view.capability)
     if view.capability:
         for name in named(own):
@@ -298,7 +301,7 @@ def _children_error(view: QueueView, children: list[QueueView], ctx: AdmissionCo
     return _sum_error(view, children, f"queue {view.name}")
 
 
-def _subtree_capability(view: QueueView, name: str, ctx: AdmissionContext) -> float:
+def _subtree_capability(view: QueueAdmissionFacts, name: str, ctx: AdmissionContext) -> float:
     value = volcano_amounts(view.capability).get(name, 0.0)
     if value > 0:
         return value

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services.controller.core import keys
+from shared.volcano import keys
 from shared.volcano.enums import Action
+from shared.volcano.objects import KubeObject
 
 JOB_COMMAND_ACTIONS = frozenset(
     {
@@ -43,18 +44,18 @@ class CommandDecision:
 
 
 def decide_command(command: Mapping[str, Any]) -> CommandDecision:
-    meta = command.get("metadata") or {}
+    view = KubeObject(command)
     target = command.get("target") or {}
     action = str(command.get("action") or "")
     api_version, kind = target.get("apiVersion"), target.get("kind")
     name, uid = str(target.get("name", "")), str(target.get("uid", ""))
     if api_version == keys.BATCH_API_VERSION and kind == keys.JOB_KIND:
         if action in JOB_COMMAND_ACTIONS:
-            return CommandDecision("job", action, str(meta.get("namespace", "")), name, uid)
+            return CommandDecision("job", action, str(view.namespace), name, uid)
         return CommandDecision(
             "ignore",
             action,
-            str(meta.get("namespace", "")),
+            str(view.namespace),
             name,
             uid,
             f"action {action} is not valid for a Job",
@@ -66,7 +67,7 @@ def decide_command(command: Mapping[str, Any]) -> CommandDecision:
     return CommandDecision(
         "ignore",
         action,
-        str(meta.get("namespace", "")),
+        str(view.namespace),
         name,
         uid,
         f"command target {api_version}/{kind} is not handled",
@@ -76,12 +77,12 @@ def decide_command(command: Mapping[str, Any]) -> CommandDecision:
 def command_manifest(target: Mapping[str, Any], action: str, namespace: str) -> dict[str, Any]:
     """A Command as vcctl creates it: `generateName: <target>-<action lowercased>-`, the target
     as a controller reference (owner too, so it goes with the target)."""
-    meta = target.get("metadata") or {}
+    view = KubeObject(target)
     ref = {
         "apiVersion": target.get("apiVersion", ""),
         "kind": target.get("kind", ""),
-        "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
+        "name": view.name,
+        "uid": view.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -89,7 +90,7 @@ def command_manifest(target: Mapping[str, Any], action: str, namespace: str) -> 
         "apiVersion": keys.BUS_API_VERSION,
         "kind": "Command",
         "metadata": {
-            "generateName": f"{meta.get('name', '')}-{action.lower()}-",
+            "generateName": f"{view.name}-{action.lower()}-",
             "namespace": namespace,
             "ownerReferences": [ref],
         },

@@ -14,7 +14,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class PodRef:
+class DesiredPod:
     """A pod the job should have: `<job>-<task>-<pod_index>` of `spec.tasks[task_index]`."""
 
     task_index: int
@@ -28,7 +28,7 @@ class CreatePods:
     """Create these pods (AlreadyExists is success) from `build_pod(job, ...)`, stamped with this
     job version and retry count. A failure is reported back as `PodCreationFailed`."""
 
-    pods: tuple[PodRef, ...]
+    pods: tuple[DesiredPod, ...]
     job_version: int
     retry_count: int
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from services.controller.core.status import format_time
+from shared.volcano.objects import KubeObject
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,8 @@ class ObjectEvent:
 
 
 def _ident(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+    view = KubeObject(obj)
+    return view.namespace, view.name
 
 
 def unschedulable_event(podgroup: Mapping[str, Any], pending: int, total: int, fit_error: str) -> ObjectEvent:
@@ -71,9 +72,7 @@ def victim_events(
     if reason in PREEMPTING_REASONS and preemptor:
         by = f"Preempted by pod group {preemptor} on node {node}"
         events.append((pod_ref, "Normal", "Preempted", by))
-        owner = next(
-            (o for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")), None
-        )
+        owner = KubeObject(pod).controller_ref
         if owner is not None and owner.get("kind") == "Job":
             job = {
                 "apiVersion": owner.get("apiVersion"),
@@ -91,11 +90,11 @@ def victim_events(
 
 
 def _reference(obj: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
+    view = KubeObject(obj)
     return {
         "apiVersion": obj.get("apiVersion") or api_version,
         "kind": obj.get("kind") or kind,
-        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+        "metadata": {"name": view.name, "namespace": view.namespace, "uid": view.uid},
     }
 
 

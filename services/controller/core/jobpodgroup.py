@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.controller.core import keys
 from services.controller.core.owners import job_ref
 from services.controller.core.quota import pod_quota_usage, to_resource_list
 from shared.domain.resources import Resources
+from shared.volcano import keys
+from shared.volcano.objects import JobObject
 
 Json = Mapping[str, Any]
 
@@ -102,8 +103,8 @@ def _sub_group_policy(task: Json) -> dict[str, Any]:
 
 def build_podgroup(job: Json, priorities: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The PodGroup Volcano creates for `job`; `priorities` maps PriorityClass names to values."""
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
+    view = JobObject(job)
+    spec = view.spec
     tasks = spec.get("tasks") or ()
     pg_spec: dict[str, Any] = {
         "minMember": int(spec.get("minAvailable") or 0),
@@ -128,13 +129,16 @@ def build_podgroup(job: Json, priorities: Mapping[str, int] | None = None) -> di
         "apiVersion": keys.SCHEDULING_API_VERSION,
         "kind": "PodGroup",
         "metadata": {
-            "name": f"{meta.get('name', '')}-{meta.get('uid', '')}",
-            "namespace": meta.get("namespace", ""),
-            "annotations": dict(meta.get("annotations") or {}),
-            "labels": dict(meta.get("labels") or {}),
+            "name": f"{view.name}-{view.uid}",
+            "namespace": view.namespace,
+            "annotations": dict(view.annotations),
+            "labels": dict(view.labels),
             "ownerReferences": [job_ref(job)],
         },
         "spec": pg_spec,
+        # As Volcano's job controller creates it: Pending from the start, so it is not written
+        # again only to spell that out (PodGroup has no status subresource).
+        "status": {"phase": "Pending"},
     }
 
 

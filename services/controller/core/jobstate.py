@@ -36,13 +36,13 @@ class PodView:
 
 
 @dataclass(frozen=True)
-class DependsOn:
+class ObservedDependsOn:
     names: tuple[str, ...]
     iteration: str = "all"
 
 
 @dataclass(frozen=True)
-class TaskSpec:
+class ObservedTaskSpec:
     """A task of the job's spec: what the lifecycle needs of it (the template stays in the Job)."""
 
     name: str
@@ -50,18 +50,18 @@ class TaskSpec:
     min_available: int | None = None
     max_retry: int = 3
     policies: tuple[Policy, ...] = ()
-    depends_on: DependsOn | None = None
+    depends_on: ObservedDependsOn | None = None
     partition_size: int = 0
 
 
 @dataclass(frozen=True)
-class JobCondition:
+class ObservedCondition:
     status: str
     last_transition_time: datetime
 
 
 @dataclass(frozen=True)
-class JobStatus:
+class ObservedJobStatus:
     """`Job.status` as Volcano keeps it; `status.job_status` renders it as JSON."""
 
     phase: str = ""
@@ -79,7 +79,7 @@ class JobStatus:
     min_available: int = 0
     task_status_count: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     controlled_resources: Mapping[str, str] = field(default_factory=dict)
-    conditions: tuple[JobCondition, ...] = ()
+    conditions: tuple[ObservedCondition, ...] = ()
     running_duration: timedelta | None = None
 
 
@@ -116,7 +116,7 @@ class Volume:
 
 
 @dataclass(frozen=True)
-class JobState:
+class ObservedJob:
     """Everything `transition` reads about one job, and everything it returns changed."""
 
     uid: str
@@ -128,11 +128,11 @@ class JobState:
     min_success: int | None = None
     max_retry: int = 3
     ttl_seconds_after_finished: int | None = None
-    tasks: tuple[TaskSpec, ...] = ()
+    tasks: tuple[ObservedTaskSpec, ...] = ()
     policies: tuple[Policy, ...] = ()
     plugins: tuple[str, ...] = ()
     volumes: tuple[Volume, ...] = ()
-    status: JobStatus = JobStatus()
+    status: ObservedJobStatus = ObservedJobStatus()
     pods: tuple[PodView, ...] = ()
     podgroup: PodGroupView | None = None
     timers: tuple[DelayedAction, ...] = ()
@@ -154,7 +154,7 @@ class JobState:
     def podgroup_name(self) -> str:
         return f"{self.name}-{self.uid}"
 
-    def task(self, name: str) -> TaskSpec | None:
+    def task(self, name: str) -> ObservedTaskSpec | None:
         return next((t for t in self.tasks if t.name == name), None)
 
     def pods_of(self, task: str) -> tuple[PodView, ...]:

@@ -24,8 +24,8 @@ from services.controller.core.effects import (
 from services.controller.core.jobstate import (
     FINISHED_PHASES,
     DelayedAction,
-    JobState,
-    JobStatus,
+    ObservedJob,
+    ObservedJobStatus,
 )
 from services.controller.core.policies import (
     INTERNAL_ACTIONS,
@@ -64,7 +64,7 @@ _KILL_TO = {
 
 @dataclass(frozen=True)
 class Transition:
-    state: JobState
+    state: ObservedJob
     effects: tuple[Effect, ...]
 
 
@@ -72,19 +72,19 @@ class Transition:
 
 
 def _to(phase: JobPhase, *, retry: bool = False) -> StatusRule:
-    def rule(_: JobState, status: JobStatus) -> JobStatus:
+    def rule(_: ObservedJob, status: ObservedJobStatus) -> ObservedJobStatus:
         return replace(status, phase=phase, retry_count=status.retry_count + int(retry))
 
     return rule
 
 
-def _pending_rule(state: JobState, status: JobStatus) -> JobStatus | None:
+def _pending_rule(state: ObservedJob, status: ObservedJobStatus) -> ObservedJobStatus | None:
     if state.min_available <= status.running + status.succeeded + status.failed:
         return replace(status, phase=JobPhase.RUNNING)
     return None
 
 
-def _running_rule(state: JobState, status: JobStatus) -> JobStatus | None:
+def _running_rule(state: ObservedJob, status: ObservedJobStatus) -> ObservedJobStatus | None:
     replicas = state.total_replicas
     if replicas == 0:
         return None  # scaled to zero: keep the phase
@@ -109,7 +109,7 @@ def _running_rule(state: JobState, status: JobStatus) -> JobStatus | None:
     return None
 
 
-def _restarting_rule(state: JobState, status: JobStatus) -> JobStatus | None:
+def _restarting_rule(state: ObservedJob, status: ObservedJobStatus) -> ObservedJobStatus | None:
     if status.retry_count >= state.max_retry:
         return replace(status, phase=JobPhase.FAILED)
     if state.total_replicas - status.terminating >= status.min_available:
@@ -118,7 +118,7 @@ def _restarting_rule(state: JobState, status: JobStatus) -> JobStatus | None:
 
 
 def _drained(phase: JobPhase) -> StatusRule:
-    def rule(_: JobState, status: JobStatus) -> JobStatus | None:
+    def rule(_: ObservedJob, status: ObservedJobStatus) -> ObservedJobStatus | None:
         if status.terminating or status.pending or status.running:
             return None
         return replace(status, phase=phase)
@@ -129,7 +129,7 @@ def _drained(phase: JobPhase) -> StatusRule:
 # ---- the state table --------------------------------------------------------------------------
 
 
-def execute(state: JobState, action: str, target: Target, now: datetime) -> Outcome:
+def execute(state: ObservedJob, action: str, target: Target, now: datetime) -> Outcome:
     """One row of Volcano's state table: the job's phase and the action pick the operation."""
     phase = state.status.phase
     if phase in ("", JobPhase.PENDING, JobPhase.RUNNING):
@@ -174,7 +174,7 @@ def _superseded(timers: tuple[DelayedAction, ...], done: DelayedAction) -> list[
     return same_scope
 
 
-def _cancelled_by_pod_event(state: JobState, event: ev.JobEvent) -> DelayedAction | None:
+def _cancelled_by_pod_event(state: ObservedJob, event: ev.JobEvent) -> DelayedAction | None:
     """A pod leaving Pending cancels its PodPending timer; Running cancels PodFailed/PodEvicted."""
     if not isinstance(event, ev.POD_EVENTS) or event.event == Event.POD_PENDING:
         return None
@@ -192,7 +192,7 @@ def _cancelled_by_pod_event(state: JobState, event: ev.JobEvent) -> DelayedActio
 
 
 def _finish(
-    state: JobState,
+    state: ObservedJob,
     outcome: Outcome,
     timers: tuple[DelayedAction, ...],
     effects: list[Effect],
@@ -207,7 +207,7 @@ def _finish(
     return Transition(new_state, (*effects, *body, *_ttl_effects(new_state, now)))
 
 
-def ttl_expiry(state: JobState) -> datetime | None:
+def ttl_expiry(state: ObservedJob) -> datetime | None:
     """When the GC deletes a finished job: `lastTransitionTime + ttlSecondsAfterFinished`."""
     ttl, finished_at = state.ttl_seconds_after_finished, state.status.last_transition_time
     if ttl is None or finished_at is None or state.status.phase not in FINISHED_PHASES:
@@ -215,7 +215,7 @@ def ttl_expiry(state: JobState) -> datetime | None:
     return finished_at + timedelta(seconds=ttl)
 
 
-def _ttl_effects(state: JobState, now: datetime) -> list[Effect]:
+def _ttl_effects(state: ObservedJob, now: datetime) -> list[Effect]:
     expiry = ttl_expiry(state)
     if expiry is None or state.deleting:
         return []
@@ -224,7 +224,7 @@ def _ttl_effects(state: JobState, now: datetime) -> list[Effect]:
     return [ScheduleTimer(TTL_TIMER_KEY, expiry, "DeleteJob")]
 
 
-def _on_timer(state: JobState, key: str, now: datetime) -> Transition:
+def _on_timer(state: ObservedJob, key: str, now: datetime) -> Transition:
     if key == TTL_TIMER_KEY:
         return Transition(state, tuple(_ttl_effects(state, now)))
     timer = state.timer(key)
@@ -238,7 +238,7 @@ def _on_timer(state: JobState, key: str, now: datetime) -> Transition:
     return _finish(state, outcome, timers, cancels, now)
 
 
-def transition(state: JobState, event: ev.JobEvent, now: datetime) -> Transition:
+def transition(state: ObservedJob, event: ev.JobEvent, now: datetime) -> Transition:
     """Apply one event to one job, as Volcano's job controller processes one request."""
     if isinstance(event, ev.TimerFired):
         return _on_timer(state, event.key, now)

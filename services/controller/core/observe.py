@@ -12,22 +12,23 @@ from datetime import datetime
 from typing import Any
 
 from services.controller.core import events as ev
-from services.controller.core import keys
 from services.controller.core.jobstate import (
     DelayedAction,
-    DependsOn,
-    JobCondition,
-    JobState,
-    JobStatus,
+    ObservedCondition,
+    ObservedDependsOn,
+    ObservedJob,
+    ObservedJobStatus,
+    ObservedTaskSpec,
     PodGroupView,
     PodView,
-    TaskSpec,
     Volume,
     pod_name,
 )
 from services.controller.core.owners import controller_of
 from services.controller.core.policies import parse_go_duration, policies_from_manifest
+from shared.volcano import keys
 from shared.volcano.enums import JobPhase
+from shared.volcano.objects import JobObject, PodGroupObject, PodObject
 
 Json = Mapping[str, Any]
 
@@ -45,19 +46,21 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
-def task_specs(job: Json) -> tuple[TaskSpec, ...]:
+def task_specs(job: Json) -> tuple[ObservedTaskSpec, ...]:
     tasks = []
     for raw in (job.get("spec") or {}).get("tasks") or ():
         depends = raw.get("dependsOn")
         partition = raw.get("partitionPolicy") or {}
         tasks.append(
-            TaskSpec(
+            ObservedTaskSpec(
                 name=str(raw.get("name", "")),
                 replicas=_int(raw.get("replicas")),
                 min_available=None if raw.get("minAvailable") is None else _int(raw["minAvailable"]),
                 max_retry=_int(raw.get("maxRetry"), 3),
                 policies=policies_from_manifest(raw.get("policies")),
-                depends_on=DependsOn(tuple(depends.get("name") or ()), str(depends.get("iteration") or "all"))
+                depends_on=ObservedDependsOn(
+                    tuple(depends.get("name") or ()), str(depends.get("iteration") or "all")
+                )
                 if depends
                 else None,
                 partition_size=_int(partition.get("partitionSize")),
@@ -66,11 +69,11 @@ def task_specs(job: Json) -> tuple[TaskSpec, ...]:
     return tuple(tasks)
 
 
-def status_from_json(raw: Json | None) -> JobStatus:
+def status_from_json(raw: Json | None) -> ObservedJobStatus:
     raw = raw or {}
     state = raw.get("state") or {}
     duration = raw.get("runningDuration")
-    return JobStatus(
+    return ObservedJobStatus(
         phase=str(state.get("phase") or ""),
         reason=str(state.get("reason") or ""),
         message=str(state.get("message") or ""),
@@ -90,7 +93,7 @@ def status_from_json(raw: Json | None) -> JobStatus:
         },
         controlled_resources=dict(raw.get("controlledResources") or {}),
         conditions=tuple(
-            JobCondition(str(c["status"]), t)
+            ObservedCondition(str(c["status"]), t)
             for c in raw.get("conditions") or ()
             if (t := parse_time(c.get("lastTransitionTime"))) is not None
         ),
@@ -110,25 +113,23 @@ def _restarts(pod: Json) -> int:
 
 
 def pod_view(pod: Json) -> PodView:
-    meta = pod.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    status = pod.get("status") or {}
+    view = PodObject(pod)
+    annotations, status = view.annotations, view.status
     statuses = status.get("containerStatuses") or ()
-    name = str(meta.get("name", ""))
+    name = str(view.name)
     index_text = annotations.get(keys.TASK_INDEX) or name.rsplit("-", 1)[-1]
     return PodView(
         name=name,
         task=str(annotations.get(keys.TASK_SPEC) or keys.DEFAULT_TASK_SPEC),
         index=_int(index_text),
-        uid=str(meta.get("uid", "")),
+        uid=str(view.uid),
         phase=str(status.get("phase") or "Pending"),
         job_version=_int(annotations.get(keys.JOB_VERSION)),
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=view.deleting,
         out_of_sync=keys.OUT_OF_SYNC in annotations,
         containers_ready=all(bool(s.get("ready")) for s in statuses),
         restarts=_restarts(pod),
-        partition=str(labels.get(keys.PARTITION_ID, "")),
+        partition=str(view.label(keys.PARTITION_ID)),
     )
 
 
@@ -139,7 +140,7 @@ def podgroup_view(podgroup: Json) -> PodGroupView:
     newest = max(true_conditions, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None)
     unready = newest is not None and newest.get("type") != "Scheduled"
     return PodGroupView(
-        name=str((podgroup.get("metadata") or {}).get("name", "")),
+        name=str(PodGroupObject(podgroup).name),
         phase=str(status.get("phase") or ""),
         unready_type=str(newest.get("type", "")) if unready and newest else "",
         unready_message=str(newest.get("message", "")) if unready and newest else "",
@@ -151,19 +152,19 @@ def observe_job(
     pods: Iterable[Json] = (),
     podgroup: Json | None = None,
     timers: Iterable[DelayedAction] = (),
-) -> JobState:
+) -> ObservedJob:
     """The lifecycle's view of a Job (its JSON), the pods it controls, its PodGroup and the
     delayed actions the shell keeps for it (from earlier transitions)."""
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
-    uid = str(meta.get("uid", ""))
+    view = JobObject(job)
+    spec = view.spec
+    uid = str(view.uid)
     ttl = spec.get("ttlSecondsAfterFinished")
     min_success = spec.get("minSuccess")
-    return JobState(
+    return ObservedJob(
         uid=uid,
-        namespace=str(meta.get("namespace", "default")),
-        name=str(meta.get("name", "")),
-        created_at=parse_time(meta.get("creationTimestamp")),
+        namespace=str(view.namespace or "default"),
+        name=str(view.name),
+        created_at=parse_time(view.creation_timestamp),
         queue=str(spec.get("queue") or "default"),
         min_available=_int(spec.get("minAvailable")),
         min_success=None if min_success is None else _int(min_success),
@@ -184,7 +185,7 @@ def observe_job(
         pods=tuple(pod_view(p) for p in pods if _controlled_by(p, uid)),
         podgroup=podgroup_view(podgroup) if podgroup else None,
         timers=tuple(timers),
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=view.deleting,
     )
 
 
@@ -217,14 +218,14 @@ def _exit_code(pod: Json) -> int:
     return _int(terminated.get("exitCode")) if terminated else 0
 
 
-def task_completed(state: JobState, task: str) -> bool:
+def task_completed(state: ObservedJob, task: str) -> bool:
     spec = state.task(task)
     if spec is None or spec.replicas <= 0:
         return False
     return sum(1 for p in state.pods_of(task) if p.phase == "Succeeded") >= spec.replicas
 
 
-def task_failed(state: JobState, task: str) -> bool:
+def task_failed(state: ObservedJob, task: str) -> bool:
     """Summed container restarts of the task's live pods reached `maxRetry` (-1: never; 0: 3)."""
     spec = state.task(task)
     if spec is None or spec.replicas == 0 or spec.max_retry == -1:
@@ -234,7 +235,7 @@ def task_failed(state: JobState, task: str) -> bool:
     return sum(p.restarts for p in live) >= budget
 
 
-def pod_event(old: Json | None, new: Json | None, state: JobState) -> ev.JobEvent:
+def pod_event(old: Json | None, new: Json | None, state: ObservedJob) -> ev.JobEvent:
     """The event Volcano's addPod/updatePod/deletePod raise. `state` must already include `new`
     (the task-level checks count the task's pods after the change)."""
     if new is None:  # deleted
@@ -269,7 +270,7 @@ def pod_event(old: Json | None, new: Json | None, state: JobState) -> ev.JobEven
     return ev.OutOfSync(view.name, view.task)
 
 
-def missed_pod_events(pods: Iterable[Json], state: JobState) -> list[ev.JobEvent]:
+def missed_pod_events(pods: Iterable[Json], state: ObservedJob) -> list[ev.JobEvent]:
     """After a restart: the edge events of pods that ended while the controller was away.
 
     The cache is primed from a list, so a pod that failed or succeeded meanwhile arrives already
@@ -283,11 +284,10 @@ def missed_pod_events(pods: Iterable[Json], state: JobState) -> list[ev.JobEvent
     """
     if state.status.phase not in (JobPhase.PENDING, JobPhase.RUNNING) or state.deleting:
         return []
-    pods = list(pods)
     events: list[ev.JobEvent] = []
     completed: set[str] = set()
-    for pod in sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name", ""))):
-        view = pod_view(pod)
+    viewed = sorted(((pod_view(p), p) for p in pods), key=lambda pair: pair[0].name)
+    for view, pod in viewed:
         if view.deleting or view.out_of_sync or view.job_version != state.status.version:
             continue
         if view.phase == "Failed":
@@ -296,7 +296,7 @@ def missed_pod_events(pods: Iterable[Json], state: JobState) -> list[ev.JobEvent
             completed.add(view.task)
             events.append(ev.TaskCompleted(**_base(pod)))
     if state.status.phase == JobPhase.RUNNING and not state.status.terminating:
-        present = {str((p.get("metadata") or {}).get("name", "")) for p in pods}
+        present = {view.name for view, _ in viewed}
         for task in state.tasks:
             counted = sum((state.status.task_status_count.get(task.name) or {}).values())
             if counted < task.replicas:

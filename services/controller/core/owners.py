@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.controller.core import keys
+from shared.volcano import keys
+from shared.volcano.objects import JobObject, KubeObject
 
 
 def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -26,18 +27,14 @@ def controller_ref(api_version: str, kind: str, name: str, uid: str) -> dict[str
 
 
 def job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
-    meta = job.get("metadata") or {}
-    return controller_ref(
-        keys.BATCH_API_VERSION, keys.JOB_KIND, str(meta.get("name", "")), str(meta.get("uid", ""))
-    )
+    view = JobObject(job)
+    return controller_ref(keys.BATCH_API_VERSION, keys.JOB_KIND, str(view.name), str(view.uid))
 
 
 def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return next((r for r in refs if r.get("controller")), None)
+    return KubeObject(obj).controller_ref
 
 
 def owned_by(obj: Mapping[str, Any], owner_uid: str) -> bool:
     """Does `obj` name `owner_uid` among its ownerReferences?"""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return any(r.get("uid") == owner_uid for r in refs)
+    return any(r.get("uid") == owner_uid for r in KubeObject(obj).owner_references)

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from services.controller.core import keys
 from services.controller.core.owners import controller_of, controller_ref
 from services.controller.core.quota import pod_quota_usage, to_resource_list
+from shared.volcano import keys
+from shared.volcano.objects import KubeObject, PodGroupObject, PodObject
 
 Json = Mapping[str, Any]
-PODGROUP_PREFIX = "podgroup-"
+PODGROUP_PREFIX = keys.PODGROUP_PREFIX
 DEFAULT_SCHEDULER_NAMES = ("volcano",)
 # Operators that create PodGroups for their own workloads (kind -> API group of the owner).
 FOREIGN_OWNERS = {
@@ -34,15 +35,14 @@ FOREIGN_OWNERS = {
 def podgroup_name_for_pod(pod: Json) -> str:
     """`podgroup-<uid of the pod's controller>`, or `podgroup-<pod uid>` for an orphan pod."""
     owner = controller_of(pod)
-    uid = owner.get("uid") if owner else (pod.get("metadata") or {}).get("uid", "")
+    uid = owner.get("uid") if owner else KubeObject(pod).uid
     return f"{PODGROUP_PREFIX}{uid}"
 
 
 def needs_podgroup(pod: Json, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES) -> bool:
     """A pod we schedule that names no PodGroup (pods of Volcano Jobs always name theirs)."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    scheduler = (pod.get("spec") or {}).get("schedulerName") or ""
-    return scheduler in scheduler_names and not annotations.get(keys.GROUP_NAME)
+    view = PodObject(pod)
+    return view.scheduler_name in scheduler_names and not view.group_name
 
 
 def _min_member(owner_annotations: Mapping[str, str]) -> int:
@@ -83,10 +83,8 @@ def podgroup_for_pod(
 
 
 def _build_for_pod(pod: Json, inherited: Mapping[str, str]) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    annotations: Mapping[str, str] = meta.get("annotations") or {}
-    labels: Mapping[str, str] = meta.get("labels") or {}
-    spec = pod.get("spec") or {}
+    view = PodObject(pod)
+    annotations, labels, spec = view.annotations, view.labels, view.spec
     min_member = _min_member(inherited)
     owner = controller_of(pod)
     pg_annotations = {k: v for k, v in inherited.items() if k.startswith("volcano.sh/")}
@@ -113,10 +111,10 @@ def _build_for_pod(pod: Json, inherited: Mapping[str, str]) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": {
             "name": podgroup_name_for_pod(pod),
-            "namespace": meta.get("namespace", ""),
-            "ownerReferences": list(meta.get("ownerReferences") or ())
+            "namespace": view.namespace,
+            "ownerReferences": list(view.owner_references)
             if owner
-            else [controller_ref("v1", "Pod", str(meta.get("name", "")), str(meta.get("uid", "")))],
+            else [controller_ref("v1", "Pod", str(view.name), str(view.uid))],
             "annotations": pg_annotations,
             "labels": {k: labels[k] for k in (keys.PREEMPTABLE, keys.COOLDOWN_TIME) if k in labels},
         },
@@ -145,18 +143,16 @@ def workload_podgroup(
         return "delete", None
     if first_pod is None or not needs_podgroup(first_pod, scheduler_names):
         return "none", None
-    desired = _build_for_pod(first_pod, (workload.get("metadata") or {}).get("annotations") or {})
+    desired = _build_for_pod(first_pod, KubeObject(workload).annotations)
     if existing is None:
         return "create", desired
-    old_meta = existing.get("metadata") or {}
+    held = PodGroupObject(existing)
     labels, annotations = desired["metadata"]["labels"], desired["metadata"]["annotations"]
-    same_spec = (existing.get("spec") or {}) == desired["spec"]
-    same_meta = (old_meta.get("labels") or {}) == labels and (
-        old_meta.get("annotations") or {}
-    ) == annotations
+    same_spec = held.spec == desired["spec"]
+    same_meta = held.labels == labels and held.annotations == annotations
     if same_spec and same_meta:
         return "none", None
-    meta = {**old_meta, "labels": labels, "annotations": annotations}
+    meta = {**held.meta, "labels": labels, "annotations": annotations}
     return "update", {**existing, "metadata": meta, "spec": desired["spec"]}
 
 
@@ -178,13 +174,9 @@ def foreign_owner(podgroup: Json) -> str | None:
 
 
 def pods_of_podgroup(podgroup: Json, pods: Iterable[Json]) -> list[Json]:
-    meta = podgroup.get("metadata") or {}
-    name, namespace = meta.get("name"), meta.get("namespace")
+    group = PodGroupObject(podgroup)
     return [
-        p
-        for p in pods
-        if ((p.get("metadata") or {}).get("annotations") or {}).get(keys.GROUP_NAME) == name
-        and (p.get("metadata") or {}).get("namespace") == namespace
+        p for p in pods if (pod := PodObject(p)).group_name == group.name and pod.namespace == group.namespace
     ]
 
 

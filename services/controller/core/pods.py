@@ -13,9 +13,10 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from services.controller.core import keys
 from services.controller.core.owners import job_ref
 from services.controller.core.plugins import apply_pod_plugins
+from shared.volcano import keys
+from shared.volcano.objects import JobObject
 
 Json = Mapping[str, Any]
 
@@ -27,7 +28,7 @@ _COPIED_LABELS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME)
 
 def desired_pods(job: Json) -> list[tuple[int, int, str]]:
     """(task_index, pod_index, name) of every pod the job's spec asks for, in spec order."""
-    name = str((job.get("metadata") or {}).get("name", ""))
+    name = str(JobObject(job).name)
     return [
         (t, i, f"{name}-{task.get('name')}-{i}")
         for t, task in enumerate((job.get("spec") or {}).get("tasks") or ())
@@ -42,7 +43,7 @@ def volume_name(job_name: str, claim_name: str) -> str:
 
 
 def _add_volumes(pod: dict[str, Any], job: Json) -> None:
-    job_name = str((job.get("metadata") or {}).get("name", ""))
+    job_name = str(JobObject(job).name)
     seen: set[str] = set()
     for volume in (job.get("spec") or {}).get("volumes") or ():
         claim = str(volume.get("volumeClaimName") or "")
@@ -75,10 +76,9 @@ def build_pod(
     `CreatePods` effect when the status is not written yet); `forwarding` marks pods of a job
     whose queue has extendClusters.
     """
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
-    status = job.get("status") or {}
-    job_name = str(meta.get("name", ""))
+    view = JobObject(job)
+    spec, status = view.spec, view.status
+    job_name = str(view.name)
     task = spec["tasks"][task_index]
     task_name = str(task.get("name") or "")
     template = copy.deepcopy(task.get("template") or {})
@@ -89,7 +89,7 @@ def build_pod(
         "kind": "Pod",
         "metadata": {
             "name": f"{job_name}-{task_name}-{pod_index}",
-            "namespace": meta.get("namespace", ""),
+            "namespace": view.namespace,
             "ownerReferences": [job_ref(job)],
             "labels": dict(template_meta.get("labels") or {}),
             "annotations": dict(template_meta.get("annotations") or {}),
@@ -111,7 +111,7 @@ def build_pod(
         {
             keys.TASK_INDEX: str(pod_index),
             keys.TASK_SPEC: spec_key,
-            keys.GROUP_NAME: podgroup_name or f"{job_name}-{meta.get('uid', '')}",
+            keys.GROUP_NAME: podgroup_name or f"{job_name}-{view.uid}",
             keys.JOB_NAME: job_name,
             keys.QUEUE_NAME: queue,
             keys.JOB_VERSION: str(int(version or 0)),
@@ -121,7 +121,7 @@ def build_pod(
     )
     if task.get("topologyPolicy"):
         annotations[keys.NUMA_POLICY] = str(task["topologyPolicy"])
-    job_annotations = meta.get("annotations") or {}
+    job_annotations = view.annotations
     annotations.update({k: job_annotations[k] for k in _COPIED_ANNOTATIONS if k in job_annotations})
     if keys.JDB_MIN_AVAILABLE in job_annotations:
         annotations[keys.JDB_MIN_AVAILABLE] = job_annotations[keys.JDB_MIN_AVAILABLE]
@@ -134,11 +134,11 @@ def build_pod(
             keys.TASK_INDEX: str(pod_index),
             keys.JOB_NAME: job_name,
             keys.TASK_SPEC: spec_key,
-            keys.JOB_NAMESPACE: str(meta.get("namespace", "")),
+            keys.JOB_NAMESPACE: str(view.namespace),
             keys.QUEUE_NAME: queue,
         }
     )
-    job_labels = meta.get("labels") or {}
+    job_labels = view.labels
     labels.update({k: job_labels[k] for k in _COPIED_LABELS if k in job_labels})
     if forwarding:
         annotations[keys.JOB_FORWARDING] = "true"
@@ -159,7 +159,7 @@ def build_pvc(job: Json, volume_index: int, claim_name: str) -> dict[str, Any]:
         "kind": "PersistentVolumeClaim",
         "metadata": {
             "name": claim_name,
-            "namespace": (job.get("metadata") or {}).get("namespace", ""),
+            "namespace": JobObject(job).namespace,
             "ownerReferences": [job_ref(job)],
         },
         "spec": copy.deepcopy(volume.get("volumeClaim") or {}),

@@ -102,7 +102,7 @@ def policies_from_manifest(raw: Iterable[Mapping[str, Any]] | None) -> tuple[Pol
 
 
 @dataclass(frozen=True)
-class Decision:
+class ResolvedAction:
     """What to do about an event: an action, now (delay 0) or after `delay`."""
 
     action: str
@@ -117,10 +117,10 @@ def _match(policy: Policy, event: str, exit_code: int | None) -> bool:
     return policy.exit_code is not None and policy.exit_code == (exit_code or 0)
 
 
-def _first_match(policies: Iterable[Policy], event: str, exit_code: int | None) -> Decision | None:
+def _first_match(policies: Iterable[Policy], event: str, exit_code: int | None) -> ResolvedAction | None:
     for policy in policies:
         if _match(policy, event, exit_code):
-            return Decision(policy.action, policy.timeout or timedelta(0))
+            return ResolvedAction(policy.action, policy.timeout or timedelta(0))
     return None
 
 
@@ -132,7 +132,7 @@ def resolve_policy(
     job_policies: Iterable[Policy],
     commanded_action: str | None = None,
     stale: bool = False,
-) -> Decision:
+) -> ResolvedAction:
     """Volcano's `applyPolicies`: command, internal event, staleness, task policies, job policies.
 
     `stale` is true when the request belongs to another incarnation of the job (UID differs) or to
@@ -140,13 +140,13 @@ def resolve_policy(
     `exit_code` of None is compared as 0, as Volcano's request carries 0 when no code was seen.
     """
     if commanded_action:
-        return Decision(commanded_action)
+        return ResolvedAction(commanded_action)
     if event in INTERNAL_EVENTS or stale:
-        return Decision(Action.SYNC_JOB)
+        return ResolvedAction(Action.SYNC_JOB)
     return (
         _first_match(task_policies, event, exit_code)
         or _first_match(job_policies, event, exit_code)
-        or Decision(Action.SYNC_JOB)
+        or ResolvedAction(Action.SYNC_JOB)
     )
 
 

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from services.controller.core import keys
+from shared.volcano import keys
 from shared.volcano.enums import Action, QueueState
+from shared.volcano.objects import QueueObject
 
 ROOT_QUEUE = "root"
 DEFAULT_QUEUE = "default"
@@ -21,7 +22,9 @@ PROTECTED_QUEUES = frozenset({ROOT_QUEUE, DEFAULT_QUEUE})
 
 
 @dataclass(frozen=True)
-class QueueView:
+class QueueLifecycleState:
+    """What the queue lifecycle reads of a queue: its state, parent, PodGroups and closing mark."""
+
     name: str
     state: str = QueueState.OPEN
     parent: str = ""
@@ -29,13 +32,13 @@ class QueueView:
     closed_by_parent: bool = False
 
     @classmethod
-    def from_manifest(cls, queue: Mapping[str, Any], podgroups: int) -> QueueView:
-        meta = queue.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
+    def from_manifest(cls, queue: Mapping[str, Any], podgroups: int) -> QueueLifecycleState:
+        view = QueueObject(queue)
+        annotations = view.annotations
         return cls(
-            name=str(meta.get("name", "")),
-            state=str((queue.get("status") or {}).get("state") or QueueState.OPEN),
-            parent=str((queue.get("spec") or {}).get("parent") or ""),
+            name=str(view.name),
+            state=str(view.state or QueueState.OPEN),
+            parent=str(view.parent),
             podgroups=podgroups,
             closed_by_parent=annotations.get(keys.CLOSED_BY_PARENT) == "true",
         )
@@ -63,7 +66,7 @@ class QueueTransition:
     error: str | None = None
 
 
-def _closed_state(queue: QueueView) -> str:
+def _closed_state(queue: QueueLifecycleState) -> str:
     return QueueState.CLOSED if queue.podgroups == 0 else QueueState.CLOSING
 
 
@@ -71,10 +74,10 @@ _CLOSED = (QueueState.CLOSED, QueueState.CLOSING)
 
 
 def _close(
-    queue: QueueView,
+    queue: QueueLifecycleState,
     current: str,
     parent_state: str | None,
-    children: tuple[QueueView, ...],
+    children: tuple[QueueLifecycleState, ...],
     set_parent: str | None,
 ) -> QueueTransition:
     if queue.name in PROTECTED_QUEUES:
@@ -102,10 +105,10 @@ def _close(
 
 
 def _open(
-    queue: QueueView,
+    queue: QueueLifecycleState,
     current: str,
     parent_state: str | None,
-    children: tuple[QueueView, ...],
+    children: tuple[QueueLifecycleState, ...],
     set_parent: str | None,
 ) -> QueueTransition:
     if current == QueueState.OPEN:
@@ -126,11 +129,11 @@ def _open(
 
 
 def queue_transition(
-    queue: QueueView,
+    queue: QueueLifecycleState,
     action: str = Action.SYNC_QUEUE,
     *,
     parent_state: str | None = None,
-    children: tuple[QueueView, ...] = (),
+    children: tuple[QueueLifecycleState, ...] = (),
 ) -> QueueTransition:
     """One request of Volcano's queue controller: SyncQueue, OpenQueue or CloseQueue.
 

@@ -16,18 +16,18 @@ from services.controller.core.effects import (
     DeletePluginResources,
     DeletePodGroup,
     DeletePods,
+    DesiredPod,
     Effect,
     EnsurePluginResources,
     EnsurePodGroup,
     EnsurePVCs,
-    PodRef,
     RecordEvent,
 )
 from services.controller.core.jobstate import (
     POD_PHASES,
-    JobCondition,
-    JobState,
-    JobStatus,
+    ObservedCondition,
+    ObservedJob,
+    ObservedJobStatus,
     PodView,
     pod_name,
 )
@@ -35,7 +35,7 @@ from shared.volcano.enums import JobPhase
 
 # A status rule sees the freshly counted status and returns it with a new phase (and perhaps a
 # new retry count), or None when the phase stays: Volcano's UpdateStatusFn.
-StatusRule = Callable[[JobState, JobStatus], JobStatus | None]
+StatusRule = Callable[[ObservedJob, ObservedJobStatus], ObservedJobStatus | None]
 
 # Plugins whose OnJobAdd/OnJobDelete create or delete Kubernetes objects.
 PLUGINS_WITH_OBJECTS = frozenset({"svc", "ssh"})
@@ -56,7 +56,7 @@ class Target:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: JobStatus
+    status: ObservedJobStatus
     effects: tuple[Effect, ...]
 
 
@@ -73,7 +73,7 @@ class _Counter:
         task = self.per_task.setdefault(pod.task, {})
         task[phase] = task.get(phase, 0) + 1
 
-    def into(self, status: JobStatus) -> JobStatus:
+    def into(self, status: ObservedJobStatus) -> ObservedJobStatus:
         return replace(
             status,
             pending=self.phases["Pending"],
@@ -86,17 +86,21 @@ class _Counter:
         )
 
 
-def append_condition(conditions: Iterable[JobCondition], c: JobCondition) -> tuple[JobCondition, ...]:
+def append_condition(
+    conditions: Iterable[ObservedCondition], c: ObservedCondition
+) -> tuple[ObservedCondition, ...]:
     """One condition per phase: re-entering a phase moves its condition to the end."""
     return (*(old for old in conditions if old.status != c.status), c)
 
 
-def _stamp(status: JobStatus, now: datetime) -> JobStatus:
+def _stamp(status: ObservedJobStatus, now: datetime) -> ObservedJobStatus:
     stamped = replace(status, last_transition_time=now)
-    return replace(stamped, conditions=append_condition(stamped.conditions, JobCondition(status.phase, now)))
+    return replace(
+        stamped, conditions=append_condition(stamped.conditions, ObservedCondition(status.phase, now))
+    )
 
 
-def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
+def _is_ready_for_dependents(state: ObservedJob, task_name: str) -> bool:
     """Volcano's isDependsOnPodsReady: at least the task's minAvailable pods Succeeded, or Running
     with every container ready."""
     task = state.task(task_name)
@@ -111,25 +115,25 @@ def _is_ready_for_dependents(state: JobState, task_name: str) -> bool:
     return task.min_available is None or ready >= task.min_available
 
 
-def _is_task_pod(state: JobState, task: str, replicas: int, pod: PodView) -> bool:
+def _is_task_pod(state: ObservedJob, task: str, replicas: int, pod: PodView) -> bool:
     """Is `pod` one the task's spec asks for (its name at an index below `replicas`)?"""
     return 0 <= pod.index < replicas and pod.name == pod_name(state.name, task, pod.index)
 
 
-def _missing(state: JobState, task: str, task_index: int, replicas: int, budget: int) -> list[PodRef]:
+def _missing(state: ObservedJob, task: str, task_index: int, replicas: int, budget: int) -> list[DesiredPod]:
     """The first `budget` pods of the task that do not exist yet, lowest indexes first."""
     present = {p.name for p in state.pods_of(task)}
-    missing: list[PodRef] = []
+    missing: list[DesiredPod] = []
     index = 0
     while index < replicas and len(missing) < budget:
         name = pod_name(state.name, task, index)
         if name not in present:
-            missing.append(PodRef(task_index, index, name, task))
+            missing.append(DesiredPod(task_index, index, name, task))
         index += 1
     return missing
 
 
-def dependencies_ready(state: JobState, task_name: str) -> bool:
+def dependencies_ready(state: ObservedJob, task_name: str) -> bool:
     """May `task_name` create its pods? `iteration: any` (with several names) needs one ready
     dependency, otherwise all must be ready."""
     task = state.task(task_name)
@@ -141,7 +145,7 @@ def dependencies_ready(state: JobState, task_name: str) -> bool:
     return all(_is_ready_for_dependents(state, n) for n in names)
 
 
-def _initiate(state: JobState, now: datetime) -> tuple[JobStatus, list[Effect]]:
+def _initiate(state: ObservedJob, now: datetime) -> tuple[ObservedJobStatus, list[Effect]]:
     """initiateJob (phase "" or Pending) or initOnJobUpdate (any other phase)."""
     status = state.status
     effects: list[Effect] = []
@@ -164,7 +168,7 @@ def _initiate(state: JobState, now: datetime) -> tuple[JobStatus, list[Effect]]:
     return replace(status, controlled_resources=controlled), effects
 
 
-def _podgroup_pending_event(state: JobState) -> list[Effect]:
+def _podgroup_pending_event(state: ObservedJob) -> list[Effect]:
     pg = state.podgroup
     if pg is None or not pg.unready_type:
         return []
@@ -179,7 +183,7 @@ def _podgroup_pending_event(state: JobState) -> list[Effect]:
 
 
 def sync_job(
-    state: JobState, rule: StatusRule | None, now: datetime, *, create_batch: int = CREATE_BATCH
+    state: ObservedJob, rule: StatusRule | None, now: datetime, *, create_batch: int = CREATE_BATCH
 ) -> Outcome:
     """SyncJob: initiate, then create missing pods (once the PodGroup left Pending; in bounded
     batches, the rest on the syncs their creation and placement trigger), delete out-of-sync
@@ -197,7 +201,7 @@ def sync_job(
         return Outcome(status, tuple(effects))
 
     counter = _Counter()
-    to_create: list[PodRef] = []
+    to_create: list[DesiredPod] = []
     to_delete: list[str] = []
     # At most `create_batch` new pods per sync, and no more unplaced pods than the gang needs
     # (or one batch): a job of two billion BestEffort replicas then makes pods as fast as they
@@ -243,8 +247,8 @@ def sync_job(
 
 
 def _finish_kill(
-    state: JobState,
-    counted: JobStatus,
+    state: ObservedJob,
+    counted: ObservedJobStatus,
     doomed: list[str],
     reason: str,
     rule: StatusRule | None,
@@ -274,7 +278,7 @@ def _finish_kill(
 
 
 def kill_job(
-    state: JobState, keep_finished: bool, rule: StatusRule | None, reason: str, now: datetime
+    state: ObservedJob, keep_finished: bool, rule: StatusRule | None, reason: str, now: datetime
 ) -> Outcome:
     """KillJob: bump the version, delete every pod not kept (finished pods are kept with
     `keep_finished`, and always on the last retry), delete the PodGroup."""
@@ -298,7 +302,7 @@ def kill_job(
 
 
 def kill_target(
-    state: JobState, target: Target, rule: StatusRule | None, reason: str, now: datetime
+    state: ObservedJob, target: Target, rule: StatusRule | None, reason: str, now: datetime
 ) -> Outcome:
     """KillTarget: delete only the task's, the pod's or the partition's pods; keep the PodGroup
     and the version, so the scheduler does not start the gang over."""

@@ -1,4 +1,4 @@
-"""Job status as Volcano writes it: `JobStatus` rendered as the `status` of a batch.volcano.sh Job.
+"""Job status as Volcano writes it: an `ObservedJobStatus` rendered as a batch.volcano.sh Job's `status`.
 
 The last step of a transition: `lifecycle` puts `job_status(state)` into its UpdateJobStatus
 effect. Zero counters and empty maps are left out, as Go's `omitempty` does, so a status we
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from services.controller.core.jobstate import JobState, JobStatus
+from services.controller.core.jobstate import ObservedJob, ObservedJobStatus
 from services.controller.core.policies import format_go_duration
 
 
@@ -21,7 +21,7 @@ def format_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def status_dict(status: JobStatus) -> dict[str, Any]:
+def status_dict(status: ObservedJobStatus) -> dict[str, Any]:
     state: dict[str, Any] = {}
     if status.phase:
         state["phase"] = status.phase
@@ -62,6 +62,6 @@ def status_dict(status: JobStatus) -> dict[str, Any]:
     return out
 
 
-def job_status(state: JobState) -> dict[str, Any]:
+def job_status(state: ObservedJob) -> dict[str, Any]:
     """The `status` object of the Job for this state."""
     return status_dict(state.status)

@@ -8,8 +8,13 @@ runs gang's validity check, and computes proportion's or capacity's deserved sha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from services.scheduler.core import fairshare, fairshare_deserved
+from services.scheduler.core.actions.domain_search import constrained
 from services.scheduler.core.config import SchedulerConf
 from services.scheduler.core.context import CycleContext
+from services.scheduler.core.device_quota import apply_mappings, renames
 from services.scheduler.core.disruption import DisruptionGuard
 from services.scheduler.core.fairness import (
     QueueRules,
@@ -19,10 +24,16 @@ from services.scheduler.core.fairness import (
 )
 from services.scheduler.core.gates import gate_problem, gated_waiting
 from services.scheduler.core.hdrf import HierarchyShares
+from services.scheduler.core.hypernodes import resolve_domains
+from services.scheduler.core.network_topology import NetworkTopology
+from services.scheduler.core.network_topology import weights_of as network_weights_of
+from services.scheduler.core.node_base import NodeBase
 from services.scheduler.core.ordering import task_order
 from services.scheduler.core.placement import Placer
 from services.scheduler.core.predicates import PredicateOptions, anti_affinity_terms
+from services.scheduler.core.preemption_cost import PLUGIN, PastEviction, PreemptionRun, args_of, budget_left
 from services.scheduler.core.scoring import weights_from_conf
+from services.scheduler.core.settled import lean_applies
 from services.scheduler.core.snapshot import (
     BOUND,
     FAILED,
@@ -31,6 +42,8 @@ from services.scheduler.core.snapshot import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    GangInfo,
+    SettledGangs,
     Snapshot,
 )
 from services.scheduler.core.state import (
@@ -50,12 +63,23 @@ from shared.volcano.queue_access import QUEUE_FORBIDS_NAMESPACE, allowed_namespa
 _KNOWN_STATUSES = frozenset({PENDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED})
 
 
-def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext, set[str]]:
-    """The cycle's context, and the uids of tasks whose carried nomination was re-applied."""
-    space = ResourceSpace(_resource_names(snapshot))
-    nodes = sorted((n for n in snapshot.nodes if n.ready), key=lambda n: n.name)
-    state = CycleState(space, nodes)
+def build_context(
+    snapshot: Snapshot, conf: SchedulerConf, kept: NodeBase | None = None
+) -> tuple[CycleContext, set[str]]:
+    """The cycle's context, and the uids of tasks whose carried nomination was re-applied.
+    `kept`: the last cycle's node base, reused when made of the same nodes (state.NodeBase)."""
+    renamed = renames(conf.device_class_mappings())
+    snapshot = apply_mappings(snapshot, renamed)  # DRA classes' quota names
+    walked, settled = _walked(snapshot, conf, lean=not renamed)
+    space = ResourceSpace(_resource_names(snapshot, walked, settled))
+    node_base = NodeBase.kept_or_new(kept, space, snapshot.nodes)
+    # What the settled gangs hold per node, taken off once per changed node (NodeBase.idle_after).
+    idle = node_base.idle_after(settled.occupied, space.index) if settled is not None else None
+    state = CycleState(space, snapshot.nodes, node_base, idle)
+    state.devices_taken.update(snapshot.devices_taken)
     _build_queues(state, snapshot)
+    if settled is not None:
+        _book_settled(state, settled)
     for pod in snapshot.other_pods:
         node = state.node_index.get(pod.node)
         if node is not None:
@@ -69,7 +93,7 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
     # Keyed by identity: hashing a Resources costs more than converting it; gangs share objects.
     sparse_cache: dict[int, tuple[tuple[int, int], ...]] = {}
     gated_gangs: dict[str, tuple[str, str]] = {}
-    for info in sorted(snapshot.gangs, key=lambda g: g.uid):
+    for info in sorted(walked, key=lambda g: g.uid):
         queue = state.queues.get(info.queue)
         gang = GangView(info=info, queue=queue, phase=info.phase or "Pending")
         gang.alloc = [0] * space.size
@@ -109,7 +133,16 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         state.gangs.append(gang)
     _add_elastic(state)
     carried = _reapply_nominations(state)
-    compute_deserved(state, conf)
+    weights = None  # proportion's own; fairshare's usage over time may shape them
+    if conf.enabled(fairshare.PLUGIN):
+        shares = fairshare.current_shares(state, cluster_total(state))
+        seconds = fairshare.half_life(conf).total_seconds()
+        state.queue_usage = fairshare.advance(snapshot.queue_usage, snapshot.now, seconds, shares)
+        state.fair_keys = fairshare.fair_keys(state.queues, state.queue_usage.usage)
+        if fairshare_deserved.enabled(conf):
+            base = {name: float(q.info.weight) for name, q in state.queues.items()}
+            weights = fairshare_deserved.weights(base, state.fair_keys, fairshare_deserved.bound(conf))
+    compute_deserved(state, conf, weights)
     if conf.enabled("drf", "enableHierarchy"):
         state.hierarchy = HierarchyShares(state, cluster_total(state))
     predicates = conf.plugin("predicates")
@@ -141,18 +174,49 @@ def build_context(snapshot: Snapshot, conf: SchedulerConf) -> tuple[CycleContext
         rules=QueueRules.of(conf),
         now=snapshot.now,
         disruption=DisruptionGuard(snapshot.budgets, (t for g in state.gangs for t in g.tasks), conf),
+        unjoined=snapshot.unjoined,
     )
+    ctx.preemption = preemption_run(snapshot, conf, state)
     if conf.enabled("gang"):
         for gang in state.gangs:
             problem = _invalid(gang)
             if problem is not None:
                 ctx.invalid[gang.uid] = problem
     ctx.invalid.update(gated_gangs)
+    if snapshot.hyper_nodes:
+        _add_network_topology(ctx, snapshot)
     for gang in state.gangs:
         refused = _namespace_refused(gang)
         if refused is not None:
             ctx.invalid[gang.uid] = (QUEUE_FORBIDS_NAMESPACE, refused)
     return ctx, carried
+
+
+def preemption_run(snapshot: Snapshot, conf: SchedulerConf, state: CycleState) -> PreemptionRun | None:
+    """preemptioncost's arguments and budgets left for this cycle, or None when not configured."""
+    option = conf.plugin(PLUGIN)
+    if option is None:
+        return None
+    args = args_of(option.arguments)
+    running: dict[str, int] = {}
+    for gang in state.gangs:
+        if gang.queue is not None:
+            count = sum(1 for t in gang.tasks if t.status in (BOUND, RUNNING))
+            running[gang.queue.info.name] = running.get(gang.queue.info.name, 0) + count
+    history = [PastEviction(queue=q, at=at) for q, at in snapshot.recent_evictions]
+    return PreemptionRun(args=args, left=budget_left(history, snapshot.now, args, running))
+
+
+def _add_network_topology(ctx: CycleContext, snapshot: Snapshot) -> None:
+    """HyperNodes resolved to node sets once per cycle, with usage kept per domain."""
+    state = ctx.state
+    domains = resolve_domains(
+        snapshot.hyper_nodes, [n.name for n in state.nodes], [n.labels for n in state.nodes]
+    )
+    topology = ctx.topology = NetworkTopology(state, domains, network_weights_of(ctx.conf))
+    if topology.weights.enabled and topology.weights.normal_pods:
+        ctx.placer.node_bonus = lambda task: topology.normal_pod_bonus(task.request)
+        ctx.placer.bonus_applies = lambda task: not constrained(task.gang)
 
 
 def _namespace_refused(gang: GangView) -> str | None:
@@ -164,14 +228,48 @@ def _namespace_refused(gang: GangView) -> str | None:
     return refusal(gang.queue.name, allowed, gang.info.namespace)
 
 
-def _resource_names(snapshot: Snapshot) -> set[str]:
-    names: set[str] = set()
+def _walked(
+    snapshot: Snapshot, conf: SchedulerConf, *, lean: bool
+) -> tuple[list[GangInfo], SettledGangs | None]:
+    """The gangs to build views of, and the settled sums that stand in for the others (None:
+    every gang is walked; core/settled.py says when the sums may be used)."""
+    settled = snapshot.settled
+    if settled is None or not settled.uids or not lean:
+        return list(snapshot.gangs), None
+    walked = [g for g in snapshot.gangs if g.uid not in settled.uids]
+    if not lean_applies(conf, walked, hyper_nodes=bool(snapshot.hyper_nodes)):
+        return list(snapshot.gangs), None
+    return walked, settled
+
+
+def _book_settled(state: CycleState, settled: SettledGangs) -> None:
+    """What the settled gangs charge their queues, booked as build_context books each task of a
+    walked gang (what they hold per node is already off the nodes' idle: NodeBase.idle_after)."""
+    index = state.space.index
+    for queue in state.queues.values():
+        if queue.name in settled.queues:
+            queue.has_gangs = True
+        for level in (queue, *queue.ancestors):
+            _add_amounts(level.alloc, settled.alloc.get(queue.name), index)
+        _add_amounts(queue.request, settled.request.get(queue.name), index)
+        _add_amounts(queue.elastic, settled.elastic.get(queue.name), index)
+    for inqueue in settled.inqueue.values():
+        _add_amounts(state.settled_inqueue, inqueue, index)
+
+
+def _add_amounts(vector: list[int], amounts: Mapping[str, int] | None, index: Mapping[str, int]) -> None:
+    for name, amount in (amounts or {}).items():
+        vector[index[name]] += amount
+
+
+def _resource_names(snapshot: Snapshot, walked: list[GangInfo], settled: SettledGangs | None) -> set[str]:
+    names: set[str] = set(settled.names) if settled is not None else set()
     for node in snapshot.nodes:
         names.update(node.allocatable)
     for queue in snapshot.queues:
         for vector in (queue.capability, queue.guarantee, queue.deserved):
             names.update(vector or ())
-    for gang in snapshot.gangs:
+    for gang in walked:
         names.update(gang.min_resources or ())
         for task in gang.tasks:
             names.update(task.request)

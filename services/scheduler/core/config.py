@@ -11,13 +11,16 @@ reads the result through `SchedulerConf.plugin(...)`, `enabled(...)` and `argume
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import yaml
+
+from services.scheduler.core.devices import mapping_problem
+from services.scheduler.core.durations import parse_duration as parse_duration  # re-exported
+from services.scheduler.core.preemption_cost import ARGUMENTS as PREEMPTION_COST_ARGUMENTS
+from services.scheduler.core.preemption_cost import args_of as preemption_cost_args
 
 ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 
@@ -38,8 +41,11 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "gang": frozenset({"releaseBelowMinAfterSeconds"}),  # Phalanx's optional release rule
     "conformance": frozenset(),
     "drf": frozenset(),
-    "proportion": frozenset(),
-    "capacity": frozenset({"ancestorReclaimLevel"}),
+    # Phalanx's usage over time (core/fairshare.py) and the deserved share it shapes (fairshare_deserved.py)
+    "fairshare": frozenset({"halfLife", "deservedByUsage", "deservedBound"}),
+    # deviceClassMappings: which queue resource DRA device classes count as (core/device_quota.py).
+    "proportion": frozenset({"deviceClassMappings"}),
+    "capacity": frozenset({"ancestorReclaimLevel", "deviceClassMappings"}),
     "overcommit": frozenset({"overcommit-factor"}),
     "predicates": frozenset(
         {
@@ -70,19 +76,38 @@ PLUGIN_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "sla": frozenset({"sla-waiting-time"}),
     "task-topology": frozenset({"task-topology.weight"}),
     "pdb": frozenset(),
+    # Phalanx's cost-counting preemption (core/preemption_cost.py checks the values).
+    "preemptioncost": PREEMPTION_COST_ARGUMENTS,
+    "network-topology-aware": frozenset(
+        {
+            "weight",
+            "hypernode.binpack.cpu",
+            "hypernode.binpack.memory",
+            "hypernode.binpack.resources",
+            "hypernode.binpack.normal-pod.enable",
+            "hypernode.binpack.normal-pod.fading",
+            "hypernode.gradient.evict.max-hypernodes",
+        }
+    ),
 }
 # Volcano names Phalanx knows but does not implement: skipped with a warning naming them.
 UNIMPLEMENTED_PLUGINS = frozenset({
-    "tdm", "numa-aware", "network-topology-aware", "deviceshare", "cdp",
+    "tdm", "numa-aware", "deviceshare", "cdp",
     "rescheduling", "usage", "resource-strategy-fit", "nodegroup", "extender", "resourcequota",
 })  # fmt: skip
 UNIMPLEMENTED_ACTIONS = frozenset({"shuffle", "gangpreempt", "gangreclaim"})
-_ARGUMENT_PREFIXES: Mapping[str, str] = {"binpack": "binpack.resources."}
+_ARGUMENT_PREFIXES: Mapping[str, str] = {
+    "binpack": "binpack.resources.",
+    "network-topology-aware": "hypernode.binpack.resources.",
+}
 
 ACTION_ARGUMENTS: Mapping[str, frozenset[str]] = {
     "enqueue": frozenset(),
     "allocate": frozenset({"predicateErrorCacheEnable"}),
-    "backfill": frozenset({"predicateErrorCacheEnable"}),
+    # Phalanx's reservation backfill (core/reservation.py); without it, Volcano's backfill.
+    "backfill": frozenset(
+        {"predicateErrorCacheEnable", "reservation", "reservationDepth", "predictedGangs", "defaultRuntime"}
+    ),
     "reclaim": frozenset({"predicateErrorCacheEnable"}),
     "preempt": frozenset(
         {
@@ -146,6 +171,14 @@ class SchedulerConf:
             return float(value)
         except (TypeError, ValueError) as err:
             raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}") from err
+
+    def device_class_mappings(self) -> Any:
+        """The `deviceClassMappings` argument of capacity or proportion, if either has one."""
+        for plugin in ("capacity", "proportion"):
+            option = self.plugin(plugin)
+            if option is not None and "deviceClassMappings" in option.arguments:
+                return option.arguments["deviceClassMappings"]
+        return None
 
     def tier_of(self, name: str) -> int | None:
         for index, tier in enumerate(self.tiers):
@@ -256,17 +289,33 @@ def _parse_plugin(raw: Mapping[str, Any]) -> PluginOption:
     for key, value in arguments.items():
         if key not in PLUGIN_ARGUMENTS[name] and not (prefix and str(key).startswith(prefix)):
             raise ConfError(f"unknown argument {key!r} for plugin {name!r}")
-        _check_value(name, str(key), value)
+        if name != "preemptioncost":
+            _check_value(name, str(key), value)
+    if name == "preemptioncost":
+        try:
+            preemption_cost_args(arguments)
+        except ValueError as err:
+            raise ConfError(str(err)) from err
     return PluginOption(name=name, switches=switches, arguments=dict(arguments))
 
 
 def _check_value(plugin: str, key: str, value: object) -> None:
     """Reject at load time a value the cycle could not use, rather than fail mid-cycle."""
-    if key == "sla-waiting-time":
+    if key in ("sla-waiting-time", "halfLife"):
         if parse_duration(value) is None:
             raise ConfError(f"argument {key!r} of plugin {plugin!r} must be a duration such as 5m")
-    elif key == "binpack.resources" or key.startswith("predicate."):
+    elif key in ("binpack.resources", "hypernode.binpack.resources") or key.startswith("predicate."):
         return
+    elif key == "deviceClassMappings":
+        problem = mapping_problem(value)
+        if problem is not None:
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} {problem}")
+    elif key == "deservedBound":
+        if (_number(value) or 0.0) < 1:  # not a number, or below 1
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} must be a number >= 1: {value!r}")
+    elif key in ("hypernode.binpack.normal-pod.enable", "deservedByUsage"):
+        if str(value).lower() not in ("true", "false", "1", "0"):
+            raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a boolean: {value!r}")
     elif isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}")
     else:
@@ -274,6 +323,13 @@ def _check_value(plugin: str, key: str, value: object) -> None:
             float(value)
         except ValueError as err:
             raise ConfError(f"argument {key!r} of plugin {plugin!r} is not a number: {value!r}") from err
+
+
+def _number(value: object) -> float | None:
+    try:
+        return None if isinstance(value, bool) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
 
 
 def _reject_hierarchy_conflict(tiers: tuple[Tier, ...]) -> None:
@@ -297,24 +353,29 @@ def _parse_configurations(raw: object) -> Mapping[str, Mapping[str, Any]]:
             if key not in ACTION_ARGUMENTS[entry["name"]]:
                 raise ConfError(f"unknown argument {key!r} for action {entry['name']!r}")
         result[entry["name"]] = dict(arguments)
+    _check_reservation(result.get("backfill") or {})
     return result
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+RESERVATION_MODES = ("none", "backfill", "strict")
 
 
-def parse_duration(raw: object) -> timedelta | None:
-    """A Go duration ("1h30m", "45s") as Volcano's sla-waiting-time is written; bare numbers are
-    seconds. Anything else means no SLA (Volcano ignores an unparsable value too)."""
-    if isinstance(raw, int | float):
-        return timedelta(seconds=raw) if raw > 0 else None
-    text = str(raw).strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    unit = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    seconds = sum(float(n) * unit[u] for n, u in parts)
-    return timedelta(seconds=seconds) if seconds > 0 else None
+def _check_reservation(arguments: Mapping[str, Any]) -> None:
+    mode = arguments.get("reservation", "none")
+    if mode not in RESERVATION_MODES:
+        raise ConfError(
+            f"argument 'reservation' of action 'backfill' must be one of "
+            f"{', '.join(RESERVATION_MODES)}: {mode!r}"
+        )
+    if "defaultRuntime" in arguments and parse_duration(arguments["defaultRuntime"]) is None:
+        raise ConfError(
+            "argument 'defaultRuntime' of action 'backfill' must be a duration such as 24h: "
+            f"{arguments['defaultRuntime']!r}"
+        )
+    for key in ("reservationDepth", "predictedGangs"):
+        value = arguments.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfError(f"argument {key!r} of action 'backfill' must be a whole number >= 0: {value!r}")
 
 
 DEFAULT_CONF_TEXT = """

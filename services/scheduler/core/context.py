@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from services.scheduler.core.config import SchedulerConf
 from services.scheduler.core.disruption import DisruptionGuard
 from services.scheduler.core.fairness import ClusterUsage, QueueRules
+from services.scheduler.core.network_topology import NetworkTopology
 from services.scheduler.core.placement import Placer
 from services.scheduler.core.plan import Eviction
+from services.scheduler.core.preemption_cost import PreemptionRun
 from services.scheduler.core.state import CycleState, GangView
+
+if TYPE_CHECKING:
+    from services.scheduler.core.reservation import ReservationBook
 
 
 @dataclass(slots=True)
@@ -31,6 +37,10 @@ class CycleContext:
     enqueued: list[str] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
     invalid: dict[str, tuple[str, str]] = field(default_factory=dict)  # uid -> (reason, message)
+    unjoined: frozenset[str] = frozenset()  # gangs whose own plain pod has not joined (Snapshot)
+    topology: NetworkTopology | None = None  # HyperNodes and their usage, when there are any
+    reservations: ReservationBook | None = None  # reservation backfill, when configured
+    preemption: PreemptionRun | None = None  # preemptioncost, when configured
 
     def schedulable(self, gang: GangView) -> bool:
         """Gangs the placing actions consider: admitted, not released, valid, queue known."""

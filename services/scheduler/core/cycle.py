@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from services.scheduler.core import reservation
 from services.scheduler.core.actions.allocate import allocate, backfill
 from services.scheduler.core.actions.enqueue import enqueue
 from services.scheduler.core.actions.evict import preempt, reclaim
@@ -18,6 +19,7 @@ from services.scheduler.core.build import build_context
 from services.scheduler.core.config import DEFAULT_CONF, SchedulerConf
 from services.scheduler.core.context import CycleContext
 from services.scheduler.core.figures import queue_figures
+from services.scheduler.core.node_base import NodeBase
 from services.scheduler.core.plan import (
     GANG_RELEASE,
     Bind,
@@ -40,25 +42,35 @@ _ACTIONS: dict[str, Callable[[CycleContext], None]] = {
 }
 
 
-def plan_cycle(snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF) -> CyclePlan:
-    """Decide one cycle: which gangs to admit, bind, evict for, and why the others wait."""
-    ctx, carried = build_context(snapshot, conf)
+def plan_cycle(
+    snapshot: Snapshot, conf: SchedulerConf = DEFAULT_CONF, kept: NodeBase | None = None
+) -> CyclePlan:
+    """Decide one cycle: which gangs to admit, bind, evict for, and why the others wait.
+    `kept`: the previous plan's `node_base`, reused when this snapshot has the same nodes (the
+    plan is the same either way; tests/unit/scheduler/test_node_base.py)."""
+    ctx, carried = build_context(snapshot, conf, kept)
     released = _release_underfilled(ctx, snapshot)
+    ctx.reservations = reservation.book_for(snapshot, conf, ctx.state)
     for name in conf.actions:
         if name == "allocate" and "enqueue" not in conf.actions:
             enqueue(ctx)  # Volcano's allocate admits Pending gangs itself when enqueue is absent
         _ACTIONS[name](ctx)
+    predictions = reservation.predict(ctx.reservations, ctx.state, ctx.placer) if ctx.reservations else ()
     return CyclePlan(
         enqueued=tuple(ctx.enqueued),
         binds=_binds(ctx),
         evictions=tuple(released + ctx.evictions),
-        verdicts=_verdicts(ctx),
+        verdicts=reservation.with_predictions(_verdicts(ctx), predictions),
         released=tuple(g.uid for g in ctx.state.gangs if g.released),
         nominations=_nominations(ctx, carried),
         underfilled=tuple(
             g.uid for g in ctx.state.gangs if not g.released and _holds(g) and not g.is_ready()
         ),
         queues=queue_figures(ctx),
+        predictions=predictions,
+        queue_usage=ctx.state.queue_usage,
+        preemptions=tuple(ctx.preemption.notes) if ctx.preemption is not None else (),
+        node_base=ctx.state.base,
     )
 
 
@@ -96,12 +108,18 @@ def _binds(ctx: CycleContext) -> tuple[GangBinds, ...]:
         if not gang.is_ready():
             continue
         binds = tuple(
-            Bind(t.info.uid, t.info.namespace, t.info.name, ctx.state.nodes[t.node].name)
+            Bind(
+                t.info.uid,
+                t.info.namespace,
+                t.info.name,
+                ctx.state.nodes[t.node].name,
+                ctx.state.device_results.get(t.info.uid, ()),
+            )
             for t in gang.tasks
             if t.status == ALLOCATED
         )
         if binds:
-            result.append(GangBinds(gang.uid, binds))
+            result.append(GangBinds(gang.uid, binds, gang.domain))
     return tuple(result)
 
 

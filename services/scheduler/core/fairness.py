@@ -9,7 +9,7 @@ Volcano-worded detail, so the reason ends up in the gang's verdict.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.scheduler.core.config import SchedulerConf
@@ -34,15 +34,16 @@ def fair_dims(state: CycleState) -> range:
 
 
 def cluster_total(state: CycleState) -> list[int]:
-    total = [0] * state.space.size
-    for vector in state.allocatable:
-        for i, amount in enumerate(vector):
-            total[i] += amount
-    return total
+    # Summed once per node base (state.NodeBase), not on each of the several calls a cycle.
+    return list(state.total)
 
 
-def compute_deserved(state: CycleState, conf: SchedulerConf) -> None:
-    """Fill each queue's deserved share and real capability, per proportion or capacity."""
+def compute_deserved(
+    state: CycleState, conf: SchedulerConf, weights: Mapping[str, float] | None = None
+) -> None:
+    """Fill each queue's deserved share and real capability, per proportion or capacity.
+    `weights`: proportion's weight per queue when fairshare shapes it (core/fairshare_deserved.py);
+    None for each queue's configured weight, Volcano's instantaneous shares."""
     total = cluster_total(state)
     dims = fair_dims(state)
     total_guarantee = [0] * state.space.size
@@ -57,22 +58,23 @@ def compute_deserved(state: CycleState, conf: SchedulerConf) -> None:
             for i in range(state.space.size)
         ]
     if conf.enabled("proportion"):
-        _water_fill(state, total, dims)
+        _water_fill(state, total, dims, weights or {})
     elif conf.enabled("capacity"):
         for queue in state.queues.values():
             explicit = queue.info.deserved
             queue.deserved = state.space.dense(explicit, UNLIMITED) if explicit is not None else None
 
 
-def _water_fill(state: CycleState, total: list[int], dims: range) -> None:
+def _water_fill(state: CycleState, total: list[int], dims: range, weights: Mapping[str, float]) -> None:
     """Volcano proportion: share `total` by weight, capped by real capability and request."""
     active = sorted((q for q in state.queues.values() if q.has_gangs), key=lambda q: q.name)
+    weight = {q.name: weights.get(q.name, float(q.info.weight)) for q in active}
     for queue in active:
         queue.deserved = [0] * state.space.size
     remaining = [float(total[i]) for i in range(state.space.size)]
     met: set[str] = set()
     while True:
-        weight_sum = sum(q.info.weight for q in active if q.name not in met)
+        weight_sum = sum(weight[q.name] for q in active if q.name not in met)
         if weight_sum == 0:
             break
         increased = [0.0] * state.space.size
@@ -85,7 +87,7 @@ def _water_fill(state: CycleState, total: list[int], dims: range) -> None:
             old = list(queue.deserved)
             new = [float(v) for v in old]
             for i in dims:
-                value = old[i] + remaining[i] * queue.info.weight / weight_sum
+                value = old[i] + remaining[i] * weight[queue.name] / weight_sum
                 value = min(value, queue.real_capability[i], queue.request[i])
                 new[i] = max(value, queue.guarantee[i])
             queue.deserved = [int(v) for v in new]
@@ -211,8 +213,9 @@ def cluster_usage(state: CycleState, conf: SchedulerConf) -> ClusterUsage:
     factor = conf.argument("overcommit", "overcommit-factor", 1.2)
     factor = 1.2 if factor < 1 else factor
     total = cluster_total(state)
-    used = [t - sum(idle[i] for idle in state.idle) for i, t in enumerate(total)]
-    inqueue = [0] * state.space.size
+    idle = [sum(column) for column in zip(*state.idle, strict=True)] if state.idle else [0] * len(total)
+    used = [t - free for t, free in zip(total, idle, strict=True)]
+    inqueue = list(state.settled_inqueue)
     for gang in state.gangs:
         if gang.phase in ("Inqueue", "Running") and gang.info.min_resources is not None:
             minimum = state.space.dense(gang.info.min_resources)

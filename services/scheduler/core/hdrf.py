@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 
 from services.scheduler.core.state import CycleState, GangView, QueueView
 from services.scheduler.core.vectors import Sparse
-
-HIERARCHY = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
+from shared.volcano.keys import HIERARCHY, HIERARCHY_WEIGHTS
 
 
 def queue_path(queue: QueueView) -> tuple[tuple[str, ...], tuple[float, ...]]:

@@ -22,8 +22,8 @@ from services.scheduler.core.state import CycleState
 def placed_pods(state: CycleState) -> list[PlacedPod]:
     """Every pod that holds a node now (not those being evicted), with what the filters read."""
     pods: list[PlacedPod] = []
-    for node, placed in enumerate(state.tasks_on_node):
-        for other in placed.values():
+    for node in range(len(state.nodes)):
+        for other in state.tasks_on_node[node].values():
             if other.status != RELEASING:
                 terms = tuple(anti_affinity_terms(other.info.affinity))
                 pods.append(PlacedPod(node, other.info.namespace, other.info.labels, terms))
@@ -66,12 +66,12 @@ def pod_filters(
                 *state.other_ports[node],
                 *(
                     port
-                    for other in placed.values()
+                    for other in state.tasks_on_node[node].values()
                     if not (future and other.status == RELEASING)
                     for port in other.info.host_ports
                 ),
             ]
-            for node, placed in enumerate(state.tasks_on_node)
+            for node in range(len(state.nodes))
         ]
         ports = HostPortCheck(task.host_ports, used)
     spread = None

@@ -49,6 +49,8 @@ def job_key(gang: GangView, state: CycleState, conf: SchedulerConf, total: list[
                 key.append(1 if gang.is_ready() else 0)
             elif option.name == "drf":
                 key.append(dominant_share(gang.alloc, total, fair_dims(state)))
+            elif option.name == "fairshare" and gang.queue is not None:
+                key.append(state.fair_keys.get(gang.queue.name, ()))
             elif option.name == "sla":
                 waiting = sla_waiting(gang, conf)
                 deadline = gang.info.created + waiting if waiting is not None else None
@@ -58,7 +60,8 @@ def job_key(gang: GangView, state: CycleState, conf: SchedulerConf, total: list[
 
 
 def queue_key(queue: QueueView, conf: SchedulerConf, state: CycleState) -> tuple[object, ...]:
-    """proportion/capacity (priority, then share) and hierarchical drf, in configuration order."""
+    """proportion/capacity (priority, then share), fairshare's usage over time and hierarchical
+    drf, in configuration order."""
     key: list[object] = []
     for tier in conf.tiers:
         for option in tier.plugins:
@@ -66,6 +69,8 @@ def queue_key(queue: QueueView, conf: SchedulerConf, state: CycleState) -> tuple
                 continue
             if option.name in ("proportion", "capacity"):
                 key.extend((-queue.info.priority, queue_share(queue, fair_dims(state))))
+            elif option.name == "fairshare":
+                key.append(state.fair_keys.get(queue.name, ()))
             elif option.name == "drf" and option.enabled("enableHierarchy") and state.hierarchy:
                 key.append(state.hierarchy.queue_key(queue))
     key.append(queue.name)

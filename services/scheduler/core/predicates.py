@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.scheduler.core.devices import CANNOT_ALLOCATE, node_can_ever
 from services.scheduler.core.snapshot import NodeInfo, TaskInfo
 from services.scheduler.core.volumes import (
     NO_VOLUME_TO_BIND,
@@ -40,6 +41,7 @@ STRUCTURED_REASONS = {
     VOLUME_NODE_CONFLICT: "VolumeNodeAffinityConflict",
     NO_VOLUME_TO_BIND: "VolumeBindConflict",
     UNBOUND_IMMEDIATE: "UnboundImmediateVolumeClaim",
+    CANNOT_ALLOCATE: "DeviceClaimUnallocatable",
 }
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -80,7 +82,11 @@ def static_failure(task: TaskInfo, node: NodeInfo, options: PredicateOptions) ->
                 key, value = taint.get("key"), taint.get("value", "")
                 return f"node(s) had untolerated taint {{{key}: {value}}}"
     if task.volume_needs:
-        return volume_failure(task.volume_needs, lambda term: _node_term_matches(term, node))
+        failure = volume_failure(task.volume_needs, lambda term: _node_term_matches(term, node))
+        if failure is not None:
+            return failure
+    if task.device_claims and not node_can_ever(task.device_claims, node.name):
+        return CANNOT_ALLOCATE
     return None
 
 

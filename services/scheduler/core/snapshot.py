@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from services.scheduler.core.devices import ClaimNeed, DeviceRef
+from services.scheduler.core.snapshot_topology import HyperNodeInfo, SubGroupConstraint, TopologyConstraint
 from services.scheduler.core.volumes import VolumeNeed
 from shared.domain.resources import ZERO, Resources
 
@@ -45,6 +47,14 @@ class NodeInfo:
     taints: tuple[Mapping[str, str], ...] = ()
     unschedulable: bool = False
     ready: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUsage:
+    """Decayed usage at `at` (fairshare): queue -> resource -> share of the cluster x seconds."""
+
+    at: datetime
+    usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +107,12 @@ class TaskInfo:
     eviction_pending: bool = False
     # What its PersistentVolumeClaims ask of a node (core/volumes.py), resolved by the shell.
     volume_needs: tuple[VolumeNeed, ...] = ()
+    # Its DRA ResourceClaims (core/devices.py), resolved by the shell: what a node must offer.
+    device_claims: tuple[ClaimNeed, ...] = ()
+    # When its containers started (status.startTime) and its spec.activeDeadlineSeconds: the
+    # reservation planner's inputs for when the gang's nodes free up (core/estimates.py).
+    started: datetime | None = None
+    active_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +137,9 @@ class GangInfo:
     below_min_since: datetime | None = None
     # PodGroup annotations (a Volcano Job's are copied onto its PodGroup); task-topology reads them.
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # spec.networkTopology and spec.subGroupPolicy (hypernodes.py, actions/domain_search.py)
+    network_topology: TopologyConstraint | None = None
+    sub_groups: tuple[SubGroupConstraint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +167,20 @@ class DisruptionBudget:
 
 
 @dataclass(frozen=True, slots=True)
+class SettledGangs:
+    """The settled gangs of a snapshot (by uid) and their footprints summed (core/settled.py)."""
+
+    uids: frozenset[str] = frozenset()
+    occupied: Mapping[str, Resources] = field(default_factory=dict)  # node name -> held
+    alloc: Mapping[str, Resources] = field(default_factory=dict)  # queue name -> sums
+    request: Mapping[str, Resources] = field(default_factory=dict)
+    elastic: Mapping[str, Resources] = field(default_factory=dict)
+    inqueue: Mapping[str, Resources] = field(default_factory=dict)
+    queues: frozenset[str] = frozenset()  # queues with at least one settled gang
+    names: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one cycle may look at; `now` is the cycle's clock (the core reads no clock)."""
 
@@ -158,3 +191,19 @@ class Snapshot:
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     other_pods: tuple[OtherPod, ...] = ()
     budgets: tuple[DisruptionBudget, ...] = ()
+    # DRA devices allocated to claims, or promised by pending decisions: no other claim takes them.
+    devices_taken: frozenset[DeviceRef] = frozenset()
+    hyper_nodes: tuple[HyperNodeInfo, ...] = ()
+    # Finished runtimes in seconds, oldest first, per "queue/job-class" (core/estimates.py).
+    runtime_history: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # Each queue's decayed usage as last persisted (fairshare plugin, core/fairshare.py).
+    queue_usage: QueueUsage | None = None
+    # preemptioncost's budgets: pods evicted in the budget window, (victim queue, when), oldest first.
+    recent_evictions: tuple[tuple[str, datetime], ...] = ()
+    # The gangs with nothing to place or release, summed (core/settled.py): set by the shell so
+    # that a cycle of the default actions walks only the others. None: every gang is walked.
+    settled: SettledGangs | None = None
+    # PodGroups made for one plain pod that exists but does not name its group yet (the pod's
+    # annotation follows the group's creation): not enqueued before it joins, so the gang is
+    # admitted and placed in one cycle and one decision (snapshot_parts.unjoined).
+    unjoined: frozenset[str] = frozenset()

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from services.scheduler.core.snapshot import GangInfo, TaskInfo
 from services.scheduler.core.state import GangView, TaskView
+from shared.volcano.keys import TASK_TOPOLOGY_AFFINITY as AFFINITY
+from shared.volcano.keys import TASK_TOPOLOGY_ANTI_AFFINITY as ANTI_AFFINITY
+from shared.volcano.keys import TASK_TOPOLOGY_ORDER as TASK_ORDER
 
-AFFINITY = "volcano.sh/task-topology-affinity"
-ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
-TASK_ORDER = "volcano.sh/task-topology-task-order"
 MAX_SCORE = 100.0
 
 

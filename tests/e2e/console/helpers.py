@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import httpx
 
 from phalanx import stack as stacks
 from tests.e2e.conftest import kubectl
+from tests.waiting import eventually
 
 JOB = (Path(__file__).parents[3] / "examples" / "job.yaml").read_text()
 
@@ -34,12 +34,14 @@ def page(stack: stacks.Stack, path: str) -> str:
 def wait_for_page(
     stack: stacks.Stack, path: str, shows: Callable[[str], bool], *, timeout: float = 60
 ) -> str:
-    """The page's HTML once `shows` holds for it; fails with the last HTML seen."""
-    deadline = time.monotonic() + timeout
-    html = ""
-    while time.monotonic() < deadline:
-        html = page(stack, path)
-        if shows(html):
-            return html
-        time.sleep(0.3)
-    raise AssertionError(f"{path} never showed what was expected within {timeout:.0f} s:\n{html[-3000:]}")
+    """The page's HTML once `shows` holds for it. A 404 is waited out too: the console learns of a
+    job from the audit stream, a moment after the job exists."""
+
+    def shown() -> str | None:
+        response = httpx.get(f"{stack.console_url}{path}", timeout=10)
+        if response.status_code == 404:
+            return None
+        assert response.status_code == 200, response.text
+        return response.text if shows(response.text) else None
+
+    return eventually(shown, f"{path} to show what was expected", within=timeout, every=0.3)

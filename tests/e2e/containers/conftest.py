@@ -15,14 +15,22 @@ from tests.e2e.containers import stand_ins
 from tests.e2e.containers.engine import Engine, NoEngine, docker_engine
 
 FIGURES: list[str] = []
+SECTION = "container tier"
 IMAGE = "phalanx:tier"  # PHALANX_IMAGE for compose; never the user's phalanx:dev
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if FIGURES:
-        terminalreporter.section("container tier")
+        terminalreporter.section(SECTION)
         for figure in FIGURES:
             terminalreporter.write_line(figure)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker, hand the figures to the controller, which prints them (tests/conftest.py)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None and FIGURES:
+        output.setdefault("summaries", {})[SECTION] = list(FIGURES)
 
 
 @pytest.fixture(scope="package")

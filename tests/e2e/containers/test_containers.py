@@ -27,6 +27,7 @@ import yaml
 
 from tests.e2e.containers.conftest import FIGURES, IMAGE
 from tests.e2e.containers.engine import Engine
+from tests.waiting import eventually
 
 # The first test carries the engine, the stand-ins and the build (minutes on a cold, busy machine).
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -130,15 +131,12 @@ def _run_job(api: Any, name: str) -> None:
     manifest = yaml.safe_load((REPO / "examples" / "job.yaml").read_text())
     manifest["metadata"]["name"] = name
     api.create_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs", manifest)
-    phase = ""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def phase() -> str:
         job = api.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs", name)
-        phase = job.get("status", {}).get("state", {}).get("phase", "")
-        if phase == "Completed":
-            return
-        time.sleep(1)
-    raise AssertionError(f"job {name} did not complete within 120 s; phase {phase!r}")
+        return str(job.get("status", {}).get("state", {}).get("phase", ""))
+
+    eventually(lambda: phase() == "Completed", f"job {name} Completed", within=120, every=1)
 
 
 def _container(env: dict[str, str], service: str) -> str:
@@ -219,16 +217,12 @@ def test_compose_restarts_a_killed_service_and_the_next_job_completes(
     killed_at = time.monotonic()
     _kill_service_process(base_images, container, "services.scheduler")
 
-    deadline = time.monotonic() + 120
-    state = ""
-    while time.monotonic() < deadline:
+    def restarted_healthy() -> bool:
         state = _inspect(base_images, container, "{{.RestartCount}} {{.State.Health.Status}}")
         count, health = state.split()
-        if int(count) > restarts and health == "healthy":
-            break
-        time.sleep(1)
-    else:
-        raise AssertionError(f"the scheduler was not restarted to healthy: {state}")
+        return int(count) > restarts and health == "healthy"
+
+    eventually(restarted_healthy, "the scheduler restarted and healthy", within=120, every=1)
     FIGURES.append(
         "scheduler killed (SIGKILL), restarted by compose and healthy in "
         f"{time.monotonic() - killed_at:.0f} s"

@@ -15,12 +15,11 @@ import pytest
 from nats.js.errors import NotFoundError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from services.admission.context_loader import ContextLoader
-from services.admission.server import build_app
-from shared.bus.nats import Bus
+from services.admission.app import build
+from services.admission.settings import AdmissionSettings
+from shared.bus.nats import NatsBus
 from shared.config import NatsSettings
 from shared.messages import subjects
-from shared.storage.engine import make_sessions
 from tests.unit.admission.builders import admission_review, job, task
 from tests.waiting import until
 
@@ -29,12 +28,13 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def webhook(database_url: str, nats_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """The webhook app as `services.admission.app` builds it, minus TLS and the API server."""
+    """The webhook app from the composition root (`services.admission.app.build`), minus TLS and
+    the API server."""
     engine = create_async_engine(database_url)
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-admission")
+    bus = await NatsBus.connect(NatsSettings(url=nats_url), name="phalanx-admission")
     await bus.ensure_streams()
-    loader = ContextLoader(make_sessions(engine), None, scheduler_name="volcano")
-    app = build_app(loader, bus.publish_raw_quick, max_request_bytes=1 << 20)
+    settings = AdmissionSettings(max_request_bytes=1 << 20, scheduler_name="volcano")
+    app = build(settings, bus=bus, store=engine, kube=None).app
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://webhook"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from starlette.routing import Route
 from services.admission.certs import Material, Policy, renew
 from services.admission.tls import Supplied, TlsKeeper
 from shared.infra import local
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +49,15 @@ async def served(port: int, ca_pem: bytes) -> x509.Certificate:
     der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
     writer.close()
     return x509.load_der_x509_certificate(der)
+
+
+def _started(server: uvicorn.Server, serving: asyncio.Task[None]) -> Callable[[], Awaitable[bool]]:
+    async def started() -> bool:
+        if serving.done():
+            await serving  # it failed to start: raise why
+        return bool(server.started)
+
+    return started
 
 
 @pytest.fixture
@@ -77,10 +87,7 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[int, Supplied, list[byte
 
     serving = asyncio.create_task(uvicorn_server.serve())
     rotating = asyncio.create_task(keeper.run(publish))
-    while not uvicorn_server.started:
-        if serving.done():
-            await serving  # it failed to start: raise why
-        await asyncio.sleep(0.02)
+    await until(_started(uvicorn_server, serving), "the webhook server serving")
     try:
         yield port, files, published, first
     finally:
@@ -90,13 +97,17 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[int, Supplied, list[byte
 
 
 async def eventually_served(port: int, ca_pem: bytes, serial: int) -> x509.Certificate:
-    for _ in range(100):
+
+    async def new_one() -> x509.Certificate | None:
         with contextlib.suppress(ssl.SSLError, httpx.ConnectError):
             cert = await served(port, ca_pem)
             if cert.serial_number == serial:
                 return cert
-        await asyncio.sleep(0.05)
-    raise AssertionError("the new certificate was never served")
+        return None
+
+    served_cert = await until(new_one, f"the certificate with serial {serial} served")
+    assert served_cert is not None
+    return served_cert
 
 
 async def test_replaced_files_are_served_without_a_restart(
@@ -157,10 +168,7 @@ async def test_generated_certificates_rotate_under_a_running_server_and_a_new_ca
     serving = asyncio.create_task(uvicorn_server.serve())
     rotating = asyncio.create_task(keeper.run(publish))
     try:
-        while not uvicorn_server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.02)
+        await until(_started(uvicorn_server, serving), "the webhook server serving")
         first_ca = x509.load_pem_x509_certificates(published[0])[0]
         issuers, serials = set(), set()
         deadline = asyncio.get_running_loop().time() + 6.5

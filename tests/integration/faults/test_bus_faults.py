@@ -13,7 +13,8 @@ import pytest
 from nats.js.api import RetentionPolicy
 
 from shared.bus import bootstrap
-from shared.bus.nats import Bus, ConsumerSpec
+from shared.bus.nats import NatsBus
+from shared.bus.ports import ConsumerSpec
 from shared.config import NatsSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
@@ -33,7 +34,7 @@ def spec(durable: str, **overrides: object) -> ConsumerSpec:
     return ConsumerSpec(subjects.JOBS_STREAM, durable, ["jobs.>"], **options)  # type: ignore[arg-type]
 
 
-async def test_a_retried_message_is_not_overtaken_by_the_next_of_its_object(bus: Bus) -> None:
+async def test_a_retried_message_is_not_overtaken_by_the_next_of_its_object(bus: NatsBus) -> None:
     handled: list[str] = []
     failed_once: set[str] = set()
 
@@ -50,7 +51,7 @@ async def test_a_retried_message_is_not_overtaken_by_the_next_of_its_object(bus:
     assert handled == ["Running", "Completed"]
 
 
-async def test_a_handler_bug_is_retried_not_dead_lettered_at_once(bus: Bus) -> None:
+async def test_a_handler_bug_is_retried_not_dead_lettered_at_once(bus: NatsBus) -> None:
     calls = 0
 
     async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
@@ -65,7 +66,7 @@ async def test_a_handler_bug_is_retried_not_dead_lettered_at_once(bus: Bus) -> N
     assert stats.dead_lettered == 0
 
 
-async def test_a_hanging_handler_is_cut_off_and_dead_lettered_with_a_record(bus: Bus) -> None:
+async def test_a_hanging_handler_is_cut_off_and_dead_lettered_with_a_record(bus: NatsBus) -> None:
     audit = await bus.js.subscribe("audit.controller.dead-lettered.>")
 
     async def hang(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
@@ -82,7 +83,7 @@ async def test_a_hanging_handler_is_cut_off_and_dead_lettered_with_a_record(bus:
     assert data["details"]["durable"] == "hanging"
 
 
-async def test_a_message_of_an_unknown_type_is_handed_back_before_it_is_dead_lettered(bus: Bus) -> None:
+async def test_a_message_of_an_unknown_type_is_handed_back_before_it_is_dead_lettered(bus: NatsBus) -> None:
     async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
         raise AssertionError("an unknown type never reaches the handler")
 
@@ -103,7 +104,7 @@ async def test_a_message_of_an_unknown_type_is_handed_back_before_it_is_dead_let
     assert "gave up after 3 deliveries" in stats.errors[0]
 
 
-async def test_streams_are_bounded_and_relists_do_not_grow_them(bus: Bus) -> None:
+async def test_streams_are_bounded_and_relists_do_not_grow_them(bus: NatsBus) -> None:
     for name in subjects.STREAM_SUBJECTS:
         config = (await bus.js.stream_info(name)).config
         assert config.max_age, f"{name} keeps messages for a bounded time"
@@ -116,7 +117,7 @@ async def test_streams_are_bounded_and_relists_do_not_grow_them(bus: Bus) -> Non
     assert kept == bus.settings.max_msgs_per_object
 
 
-async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_away(bus: Bus) -> None:
+async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_away(bus: NatsBus) -> None:
     """reliability.md §6.2 T14, the stream configuration traps: interest or work-queue retention
     would delete what no consumer has asked for yet, and an inactivity threshold would remove a
     durable whose service is down, losing its position."""
@@ -140,7 +141,7 @@ async def test_no_message_is_deleted_before_its_consumer_exists_or_while_it_is_a
 
 
 async def test_a_consumer_whose_stream_was_lost_resumes_once_the_streams_are_back(
-    bus: Bus, nats_url: str
+    bus: NatsBus, nats_url: str
 ) -> None:
     """reliability.md §6.2 T13 at the bus: JetStream comes back without its store (every stream
     and durable gone). The consumer must not spin on failed fetches forever: it waits for the
@@ -153,7 +154,8 @@ async def test_a_consumer_whose_stream_was_lost_resumes_once_the_streams_are_bac
 
     bus.consume(ConsumerSpec(subjects.JOBS_STREAM, "survivor", ["jobs.>"]), handle)
     await bus.publish(SUBJECT, phase("Pending"))
-    await until(lambda: seen == ["Pending"])
+    # The consumer makes its durable first, which takes a while on a loaded machine.
+    await until(lambda: seen == ["Pending"], "the consumer handles Pending once", within=60)
     operator = await nats.connect(nats_url)
     try:
         for info in await operator.jetstream().streams_info():  # the store is lost

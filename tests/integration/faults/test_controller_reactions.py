@@ -30,17 +30,12 @@ WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfiguration
 
 def dispatcher(engine: AsyncEngine, api: client.ApiClient) -> tuple[Dispatcher, KubeWrites]:
     sessions = make_sessions(engine)
-    dispatcher = Dispatcher(Cache())
+    cache = Cache()
     kube = KubeWrites(api, lambda _: None)
-    dispatcher.jobs = JobDriver(
-        dispatcher.cache, kube, sessions, clock=SystemClock(), on_committed=lambda: None
-    )
-    dispatcher.gangs = GangKeeper(
-        dispatcher.cache, kube, sessions, scheduler_names=["volcano"], on_committed=lambda: None
-    )
-    dispatcher.queues = QueueKeeper(
-        dispatcher.cache, kube, sessions, job_command=dispatcher.jobs.command_issued
-    )
+    jobs = JobDriver(cache, kube, sessions, clock=SystemClock(), on_committed=lambda: None)
+    gangs = GangKeeper(cache, kube, sessions, scheduler_names=["volcano"], on_committed=lambda: None)
+    queues = QueueKeeper(cache, kube, sessions, job_command=jobs.command_issued)
+    dispatcher = Dispatcher(cache, jobs=jobs, gangs=gangs, queues=queues)
     return dispatcher, kube
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from services.scheduler.leadership import Leadership
 from shared.config import PostgresSettings
 from shared.storage.engine import make_engine, make_sessions
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +41,12 @@ async def test_a_leader_hung_inside_its_commit_does_not_block_the_standby(databa
         hung = asyncio.create_task(hang_inside_a_commit())
         await asyncio.sleep(0.3)
 
-        async def take_over() -> None:
-            while True:
-                with contextlib.suppress(DBAPIError):  # a lock wait that timed out: try again
-                    if await standby.try_acquire_or_renew():
-                        return
-                await asyncio.sleep(0.2)
+        async def take_over() -> bool:
+            with contextlib.suppress(DBAPIError):  # a lock wait that timed out: try again
+                return await standby.try_acquire_or_renew()
+            return False
 
-        await asyncio.wait_for(take_over(), 20)
+        await until(take_over, "the standby taking the lease over", within=20, every=0.2)
         assert standby.is_leader
         hung.cancel()
         with contextlib.suppress(asyncio.CancelledError, DBAPIError):

@@ -8,6 +8,7 @@ The first tests use an echo server on loopback, so each mode's effect is seen by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
@@ -17,7 +18,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from phalanx.chaos.proxy import FaultProxy
-from shared.bus.nats import Bus, ConsumerSpec
+from shared.bus.nats import NatsBus
+from shared.bus.ports import ConsumerSpec
 from shared.config import NatsSettings, PostgresSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import CloudEvent, new_event
@@ -81,6 +83,7 @@ async def test_reset_aborts_open_and_new_connections(proxy: FaultProxy) -> None:
     proxy.set_mode("reset")
     with pytest.raises(ConnectionResetError):
         await asyncio.wait_for(reader.read(1024), 2)
+    writer.close()
     with pytest.raises(ConnectionResetError):
         await _round_trip(proxy.port)
 
@@ -91,8 +94,10 @@ async def test_drop_closes_connections_and_pass_lets_new_ones_through(proxy: Fau
     await asyncio.wait_for(reader.read(1024), 2)
     proxy.set_mode("drop")
     assert await asyncio.wait_for(reader.read(1024), 2) == b""
-    fresh, _ = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.close()  # our end of the dropped connection
+    fresh, fresh_writer = await asyncio.open_connection("127.0.0.1", proxy.port)
     assert await asyncio.wait_for(fresh.read(1024), 2) == b""  # closed on arrival
+    fresh_writer.close()
     proxy.set_mode("pass")
     assert await _round_trip(proxy.port) == b"ping"
 
@@ -107,6 +112,19 @@ def _through(url: str, proxy: FaultProxy) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.port}", f":{proxy.port}")))
 
 
+@contextlib.asynccontextmanager
+async def bus_behind_proxy(nats_url: str, name: str) -> AsyncIterator[tuple[FaultProxy, NatsBus]]:
+    """A bus connected as `name` through a fault proxy in front of the NATS server at `nats_url`."""
+    upstream = urlsplit(nats_url)
+    async with FaultProxy(upstream.hostname or "127.0.0.1", upstream.port or 4222) as proxy:
+        behind = await NatsBus.connect(NatsSettings(url=_through(nats_url, proxy)), name=name)
+        try:
+            yield proxy, behind
+        finally:
+            proxy.set_mode("pass")
+            await behind.close()
+
+
 def _phase(name: str) -> CloudEvent[jobs.JobPhaseChanged]:
     data = jobs.JobPhaseChanged(
         namespace="default", name=name, uid=f"uid-{name}", previous=None, phase="Running"
@@ -115,29 +133,24 @@ def _phase(name: str) -> CloudEvent[jobs.JobPhaseChanged]:
 
 
 async def test_a_consumer_whose_nats_link_is_reset_reconnects_and_misses_nothing(
-    bus: Bus, nats_url: str
+    bus: NatsBus, nats_url: str
 ) -> None:
-    upstream = urlsplit(nats_url)
-    async with FaultProxy(upstream.hostname or "127.0.0.1", upstream.port or 4222) as proxy:
-        behind = await Bus.connect(NatsSettings(url=_through(nats_url, proxy)), name="phalanx-controller")
-        try:
-            seen: list[str] = []
+    async with bus_behind_proxy(nats_url, "phalanx-controller") as (proxy, behind):
+        seen: list[str] = []
 
-            async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
-                seen.append(event.data.name)
+        async def handle(event: CloudEvent[jobs.JobPhaseChanged]) -> None:
+            seen.append(event.data.name)
 
-            behind.consume(ConsumerSpec(subjects.JOBS_STREAM, "behind-proxy", ["jobs.>"]), handle)
-            await bus.publish(subjects.job_event("phase", "default", "before"), _phase("before"))
-            await until(lambda: seen == ["before"], within=20)
-            proxy.set_mode("reset")
-            await bus.publish(subjects.job_event("phase", "default", "during"), _phase("during"))
-            await asyncio.sleep(1.0)
-            assert seen == ["before"]  # nothing gets through a reset link
-            proxy.set_mode("pass")
-            await until(lambda: "during" in seen, within=30)
-            assert seen.count("during") == 1
-        finally:
-            await behind.close()
+        behind.consume(ConsumerSpec(subjects.JOBS_STREAM, "behind-proxy", ["jobs.>"]), handle)
+        await bus.publish(subjects.job_event("phase", "default", "before"), _phase("before"))
+        await until(lambda: seen == ["before"], within=20)
+        proxy.set_mode("reset")
+        await bus.publish(subjects.job_event("phase", "default", "during"), _phase("during"))
+        await asyncio.sleep(1.0)
+        assert seen == ["before"]  # nothing gets through a reset link
+        proxy.set_mode("pass")
+        await until(lambda: "during" in seen, within=30)
+        assert seen.count("during") == 1
 
 
 async def test_a_postgres_statement_over_a_blackholed_link_fails_in_bounded_time_then_recovers(

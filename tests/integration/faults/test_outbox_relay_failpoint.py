@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shared import failpoints
-from shared.bus.nats import Bus
+from shared.bus.nats import NatsBus
 from shared.messages import jobs, subjects
 from shared.messages.envelope import new_event
 from shared.storage import outbox, tables
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_a_relay_failing_between_publish_and_mark_publishes_each_message_once(
-    engine: AsyncEngine, bus: Bus, monkeypatch: pytest.MonkeyPatch
+    engine: AsyncEngine, bus: NatsBus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(failpoints.ENV, "relay.after_publish_before_mark=error:1")
     monkeypatch.setattr(failpoints, "_points", None)

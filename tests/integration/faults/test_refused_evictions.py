@@ -17,10 +17,11 @@ from kubernetes_asyncio import client
 
 from services.controller.evictions import Evictor
 from services.controller.kube_writes import KubeWrites
-from services.simulator.nodes import NodeSpec
-from services.simulator.testing import RunningSimulator, running_simulator
+from services.simulator.kubelets.nodes import NodeSpec
 from shared.kube.client import request
 from shared.messages import decisions as msg
+from tests.simulator_thread import RunningSimulator, running_simulator
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 PODS = "/api/v1/namespaces/default/pods"
@@ -56,17 +57,18 @@ async def guarded_pods(api: client.ApiClient, app: str, min_available: int) -> l
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
     }
     await request(api, "POST", BUDGETS, body=budget)
-    for _ in range(200):
+
+    async def healthy() -> bool:
         status = (await request(api, "GET", f"{BUDGETS}/{app}")).get("status") or {}
-        if status.get("currentHealthy") == 2:
-            return pods
-        await asyncio.sleep(0.02)
-    raise AssertionError("the pods never became healthy")
+        return bool(status.get("currentHealthy") == 2)
+
+    await until(healthy, "the budget counts both pods healthy")
+    return pods
 
 
-def eviction(pod: dict[str, Any]) -> msg.Eviction:
+def eviction(pod: dict[str, Any]) -> msg.PodEviction:
     meta = pod["metadata"]
-    return msg.Eviction(
+    return msg.PodEviction(
         uid=meta["uid"], namespace="default", name=meta["name"], node="node-0", reason="preempt"
     )
 
@@ -89,11 +91,11 @@ class Outcomes:
         self.refused: list[tuple[str, str]] = []
         self.settled = asyncio.Event()
 
-    async def on_evicted(self, e: msg.Eviction) -> None:
+    async def on_evicted(self, e: msg.PodEviction) -> None:
         self.evicted.append(e.name)
         self.settled.set()
 
-    async def on_refused(self, e: msg.Eviction, why: str) -> None:
+    async def on_refused(self, e: msg.PodEviction, why: str) -> None:
         self.refused.append((e.name, why))
         self.settled.set()
 

@@ -15,12 +15,13 @@ import pytest
 from kubernetes_asyncio import client
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.controller.cache import GROUP_ANNOTATION
 from services.controller.gangs import GangKeeper
 from shared.kube.client import request
 from shared.messages import decisions as msg
 from shared.messages.envelope import CloudEvent, new_event
+from shared.volcano.keys import GROUP_NAME as GROUP_ANNOTATION
 from tests.integration.faults.test_decision_authority import LEADING_EPOCH, keeper
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 __all__ = ["keeper"]  # the fixture, used by name
@@ -73,9 +74,6 @@ async def test_only_a_valid_gang_waiting_for_room_gives_its_pods_failed_scheduli
             "partial", "NotEnoughTasks", "Not enough valid tasks for gang-scheduling, valid: 1, min: 4"
         )
     )
-    for _ in range(50):  # Events are written in the background
-        if await failed_scheduling(api):
-            break
-        await asyncio.sleep(0.1)
+    await until(lambda: failed_scheduling(api), "a FailedScheduling event")  # written in the background
     await asyncio.sleep(0.3)
     assert await failed_scheduling(api) == {"full-0": "1/1 tasks in gang unschedulable"}

@@ -16,14 +16,18 @@ from nats.aio.client import Client
 
 from shared.bus import permissions
 from shared.bus.credentials import connect_options
-from shared.bus.nats import Bus, ConsumerSpec
+from shared.bus.nats import NatsBus
+from shared.bus.ports import ConsumerSpec
 from shared.config import NatsSettings
 from shared.domain.errors import PermanentError
 from shared.infra import provision
 from shared.messages import jobs, subjects
-from shared.messages.envelope import CloudEvent, new_event
+from shared.messages.envelope import CloudEvent, decode, new_event
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
+# A request the server does not let through gets no answer.
+DENIED = (nats.errors.TimeoutError, nats.errors.NoRespondersError)
 
 
 @pytest.fixture
@@ -31,7 +35,7 @@ async def identities(nats_provided: provision.Provided, nats_url: str) -> AsyncI
     """The server's identities, with the streams made by the bootstrap identity (as `phalanx up` does)."""
     if not nats_provided.credentials:
         pytest.skip("the NATS server comes from the environment: its authorization is not ours")
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="bootstrap")
+    bus = await NatsBus.connect(NatsSettings(url=nats_url), name="bootstrap")
     await bus.ensure_streams()
     yield nats_provided
     await bus.close()
@@ -68,8 +72,14 @@ def decision_event() -> CloudEvent[jobs.JobPhaseChanged]:
 
 
 async def test_a_client_without_credentials_is_refused(identities: provision.Provided) -> None:
-    with pytest.raises(Exception, match=r"(?i)authorization"):
-        await nats.connect(identities.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=3)
+    client = Client()
+    try:
+        with pytest.raises(Exception, match=r"(?i)authorization"):
+            await client.connect(
+                identities.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=3
+            )
+    finally:
+        await client.close()  # nats-py leaves a refused first connection's socket open
 
 
 async def test_the_watcher_cannot_publish_decisions(identities: provision.Provided) -> None:
@@ -86,8 +96,8 @@ async def test_the_watcher_cannot_publish_decisions(identities: provision.Provid
 
 
 async def test_each_service_publishes_its_own_subjects(identities: provision.Provided) -> None:
-    scheduler = await Bus.connect(settings_of(identities, "scheduler"), name="scheduler")
-    watcher = await Bus.connect(settings_of(identities, "watcher"), name="watcher")
+    scheduler = await NatsBus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    watcher = await NatsBus.connect(settings_of(identities, "watcher"), name="watcher")
     try:
         await scheduler.ensure_streams()  # only looks the streams up: this identity may not create them
         await scheduler.publish(subjects.decision("default", "real"), decision_event())
@@ -119,8 +129,8 @@ async def test_a_service_cannot_audit_as_another_or_touch_streams(identities: pr
 async def test_the_controller_consumes_decisions_and_the_auditor_only_reads(
     identities: provision.Provided,
 ) -> None:
-    scheduler = await Bus.connect(settings_of(identities, "scheduler"), name="scheduler")
-    controller = await Bus.connect(settings_of(identities, "controller"), name="controller")
+    scheduler = await NatsBus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    controller = await NatsBus.connect(settings_of(identities, "controller"), name="controller")
     auditor, refusals = await connect_watching_errors(settings_of(identities, permissions.AUDITOR))
     received: list[str] = []
 
@@ -140,10 +150,7 @@ async def test_the_controller_consumes_decisions_and_the_auditor_only_reads(
         assert message.subject == "audit.scheduler.placed.default.g"
         with pytest.raises(nats.errors.TimeoutError):
             await js.publish("audit.scheduler.placed.default.g", b"{}", timeout=2)
-        for _ in range(100):
-            if received:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: received, "the controller received the decision")
     finally:
         await auditor.close()
         await scheduler.close()
@@ -152,13 +159,45 @@ async def test_the_controller_consumes_decisions_and_the_auditor_only_reads(
     assert any("audit.scheduler.placed" in r for r in refusals)
 
 
+async def test_the_scheduler_sees_the_controllers_lag_and_the_controller_the_newest_decision(
+    identities: provision.Provided,
+) -> None:
+    """Issue #15's back-pressure and supersession: the scheduler may read how far the controller's
+    decisions consumer lags, and the controller the newest decision of a gang, each with its own
+    identity; the watcher may read neither."""
+    scheduler = await NatsBus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    controller = await NatsBus.connect(settings_of(identities, "controller"), name="controller")
+    watcher = await NatsBus.connect(settings_of(identities, "watcher"), name="watcher")
+    try:
+        event = decision_event()
+        subject = subjects.decision("default", "g")
+        await scheduler.publish(subject, event)
+        durable = permissions.CONTROLLER_DECISIONS_DURABLE
+        await controller.js.add_consumer(
+            subjects.DECISIONS_STREAM, durable_name=durable, filter_subject=subjects.all_decisions()
+        )
+        lag = await scheduler.progress(subjects.DECISIONS_STREAM, durable)  # what decision_backlog.py reads
+        assert lag.pending == 1
+        newest = await controller.last_message(subjects.DECISIONS_STREAM, subject)  # superseded.py's read
+        assert newest is not None
+        assert decode(newest).id == event.id
+        with pytest.raises(DENIED):
+            await watcher.js.consumer_info(subjects.DECISIONS_STREAM, durable, timeout=2)
+        with pytest.raises(DENIED):
+            await watcher.js.get_last_msg(subjects.DECISIONS_STREAM, subject)
+    finally:
+        await watcher.close()
+        await scheduler.close()
+        await controller.close()
+
+
 async def test_a_service_waits_for_the_bootstrap_to_create_the_streams(
     nats_provided: provision.Provided, nats_url: str
 ) -> None:
     if not nats_provided.credentials:
         pytest.skip("the NATS server comes from the environment: its authorization is not ours")
-    watcher = await Bus.connect(settings_of(nats_provided, "watcher"), name="watcher")
-    bootstrap = await Bus.connect(NatsSettings(url=nats_url), name="bootstrap")
+    watcher = await NatsBus.connect(settings_of(nats_provided, "watcher"), name="watcher")
+    bootstrap = await NatsBus.connect(NatsSettings(url=nats_url), name="bootstrap")
     try:
         waiting = asyncio.create_task(watcher.await_streams(poll=0.05))
         await asyncio.sleep(0.3)
@@ -171,8 +210,8 @@ async def test_a_service_waits_for_the_bootstrap_to_create_the_streams(
 
 
 async def test_a_consumer_dead_letters_under_its_own_name(identities: provision.Provided) -> None:
-    scheduler = await Bus.connect(settings_of(identities, "scheduler"), name="scheduler")
-    controller = await Bus.connect(settings_of(identities, "controller"), name="controller")
+    scheduler = await NatsBus.connect(settings_of(identities, "scheduler"), name="scheduler")
+    controller = await NatsBus.connect(settings_of(identities, "controller"), name="controller")
 
     async def refuse(event: CloudEvent[object]) -> None:
         raise PermanentError("not for us")
@@ -182,10 +221,7 @@ async def test_a_consumer_dead_letters_under_its_own_name(identities: provision.
         stats = controller.consume(
             ConsumerSpec(subjects.DECISIONS_STREAM, "controller-decisions", ["decisions.>"]), refuse
         )
-        for _ in range(100):
-            if stats.dead_lettered:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: stats.dead_lettered, "the refused decision dead-lettered")
     finally:
         await scheduler.close()
         await controller.close()

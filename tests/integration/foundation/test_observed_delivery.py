@@ -13,7 +13,8 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
-from shared.bus.nats import Bus, ConsumerSpec
+from shared.bus.nats import NatsBus
+from shared.bus.ports import ConsumerSpec
 from shared.config import NatsSettings
 from shared.domain.errors import PermanentError, TemporaryError
 from shared.messages import jobs, subjects
@@ -37,8 +38,8 @@ def event(name: str) -> CloudEvent[jobs.JobPhaseChanged]:
     return new_event(data, source="test")
 
 
-async def connect(nats_url: str) -> Bus:
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="test-observed")
+async def connect(nats_url: str) -> NatsBus:
+    bus = await NatsBus.connect(NatsSettings(url=nats_url), name="test-observed")
     await bus.ensure_streams()
     return bus
 
@@ -51,7 +52,7 @@ async def test_retries_and_dead_letters_are_counted_per_stream_and_consumer(nats
         await bus.close()
 
 
-async def _retries_and_dead_letters_are_counted(bus: Bus) -> None:
+async def _retries_and_dead_letters_are_counted(bus: NatsBus) -> None:
     calls = 0
 
     async def flaky(_: CloudEvent[jobs.JobPhaseChanged]) -> None:
@@ -92,7 +93,7 @@ async def test_the_outbox_depth_and_age_show_rows_waiting_until_the_relay_publis
         await engine.dispose()
 
 
-async def _outbox_is_measured(sessions: async_sessionmaker[AsyncSession], bus: Bus) -> None:
+async def _outbox_is_measured(sessions: async_sessionmaker[AsyncSession], bus: NatsBus) -> None:
     relay = outbox.OutboxRelay(sessions, tables.ControllerOutbox, bus)
     async with sessions() as session, session.begin():
         for i in range(3):

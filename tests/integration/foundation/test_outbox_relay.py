@@ -1,6 +1,7 @@
 """The outbox relay on real PostgreSQL and NATS JetStream: what a transaction commits reaches the
 stream once, in commit order, after the commit and never before; what it rolls back never does; and
-a relay kicked after a commit publishes at once, while two relays side by side share the rows."""
+a relay kicked after a commit publishes at once, two relays side by side share the rows, and a
+relay that dies between publishing and marking leaves nothing lost or doubled to the next one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from shared.bus.nats import Bus
+from shared import failpoints
+from shared.bus.nats import NatsBus
 from shared.config import NatsSettings
 from shared.messages import jobs, subjects
 from shared.messages.envelope import new_event
@@ -26,14 +28,6 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = create_async_engine(database_url)
     yield engine
     await engine.dispose()
-
-
-@pytest.fixture
-async def bus(nats_url: str) -> AsyncIterator[Bus]:
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="phalanx-controller")
-    await bus.ensure_streams()
-    yield bus
-    await bus.close()
 
 
 async def enqueue(engine: AsyncEngine, names: list[str], *, commit: bool = True) -> None:
@@ -53,7 +47,7 @@ async def enqueue(engine: AsyncEngine, names: list[str], *, commit: bool = True)
             await session.rollback()
 
 
-async def published(bus: Bus) -> list[str]:
+async def published(bus: NatsBus) -> list[str]:
     """The job names on the JOBS stream, in stream order."""
     count = (await bus.js.stream_info(subjects.JOBS_STREAM)).state.messages
     names = []
@@ -64,7 +58,7 @@ async def published(bus: Bus) -> list[str]:
 
 
 async def test_committed_rows_are_published_once_in_commit_order_and_rolled_back_ones_never(
-    engine: AsyncEngine, bus: Bus
+    engine: AsyncEngine, bus: NatsBus
 ) -> None:
     relay = outbox.OutboxRelay(make_sessions(engine), tables.ControllerOutbox, bus)
     assert await relay.relay_once() == 0
@@ -77,7 +71,7 @@ async def test_committed_rows_are_published_once_in_commit_order_and_rolled_back
     assert await published(bus) == ["a", "b", "c"]
 
 
-async def test_a_running_relay_publishes_at_once_when_kicked(engine: AsyncEngine, bus: Bus) -> None:
+async def test_a_running_relay_publishes_at_once_when_kicked(engine: AsyncEngine, bus: NatsBus) -> None:
     # A poll period far longer than the wait below: only the kick can explain a prompt publish.
     relay = outbox.OutboxRelay(make_sessions(engine), tables.ControllerOutbox, bus, poll_seconds=60)
     running = asyncio.create_task(relay.run())
@@ -91,7 +85,7 @@ async def test_a_running_relay_publishes_at_once_when_kicked(engine: AsyncEngine
     assert await published(bus) == ["kicked"]
 
 
-async def test_two_relays_side_by_side_publish_every_row_once(engine: AsyncEngine, bus: Bus) -> None:
+async def test_two_relays_side_by_side_publish_every_row_once(engine: AsyncEngine, bus: NatsBus) -> None:
     names = [f"j{i:03d}" for i in range(200)]
     await enqueue(engine, names)
     sessions = make_sessions(engine)
@@ -105,3 +99,29 @@ async def test_two_relays_side_by_side_publish_every_row_once(engine: AsyncEngin
     # Counted by the relays, not the stream: JetStream would drop a duplicate by its Nats-Msg-Id.
     assert first.published + second.published == len(names)
     assert sorted(await published(bus)) == names
+
+
+async def test_rows_are_published_once_across_a_relay_that_dies_and_one_that_starts(
+    engine: AsyncEngine, bus: NatsBus, nats_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first relay dies after publishing and before marking (the process killed there); a new
+    relay, on a connection of its own, publishes what it left and what was written meanwhile."""
+    monkeypatch.setenv(failpoints.ENV, "relay.after_publish_before_mark=error:1")
+    monkeypatch.setattr(failpoints, "_points", None)
+    await enqueue(engine, ["a", "b"])
+    dying = outbox.OutboxRelay(make_sessions(engine), tables.ControllerOutbox, bus)
+    with pytest.raises(failpoints.FailpointError):
+        await dying.relay_once()
+    await enqueue(engine, ["c"])  # written while no relay runs
+
+    restarted = await NatsBus.connect(NatsSettings(url=nats_url), name="phalanx-controller")
+    relay = outbox.OutboxRelay(make_sessions(engine), tables.ControllerOutbox, restarted)
+    running = asyncio.create_task(relay.run())
+    try:
+        await until(lambda: relay.published == 3, "the new relay to publish every row")
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await restarted.close()
+    assert await published(bus) == ["a", "b", "c"]
+    assert await relay.measure() == (0, 0.0)

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phalanx.scenario import ExternalStack, run_files
-from services.simulator.testing import RunningSimulator, running_simulator
+from tests.simulator_thread import RunningSimulator, running_simulator
 
 pytestmark = pytest.mark.integration
 

@@ -247,3 +247,149 @@ async def test_a_relist_of_volumes_leaves_claims_and_classes_alone(engine: Async
         "PersistentVolumeClaim/default/data": False,
         "StorageClass//local": False,
     }
+
+
+async def test_dra_objects_and_pending_binds_reach_the_snapshot_as_taken_devices(engine: AsyncEngine) -> None:
+    """DeviceClasses, ResourceSlices and ResourceClaims kept in device_objects: an allocated claim's
+    devices and those a pending bind decision gave (decisions.devices) are taken; a pending pod's
+    claim resolves to the devices its class admits (#26 item 4)."""
+    sessions = make_sessions(engine)
+    ingester = Ingester(sessions, scheduler_names=["volcano"])
+    driver = "gpu.example.com"
+    slice_devices = [{"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}}} for i in range(3)]
+    result = {"request": "gpu", "driver": driver, "pool": "n1", "device": "gpu-0"}
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpus", "count": 1}}
+    waiting = pod("dra-waiting", 7)
+    waiting.data.object["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "mine"}]
+    group = {
+        "metadata": {"name": "g", "namespace": "default", "uid": "uid-g", "resourceVersion": "2"},
+        "spec": {"minMember": 1, "queue": "default"},
+    }
+    await ingester.handle(
+        [
+            changed("PodGroup", group),
+            changed(
+                "DeviceClass",
+                {
+                    "metadata": {"name": "gpus", "uid": "u-c", "resourceVersion": "1"},
+                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+                },
+            ),
+            changed(
+                "ResourceSlice",
+                {
+                    "metadata": {"name": "n1-gpus", "uid": "u-s", "resourceVersion": "2"},
+                    "spec": {
+                        "driver": driver,
+                        "nodeName": "n1",
+                        "pool": {"name": "n1"},
+                        "devices": slice_devices,
+                    },
+                },
+            ),
+            changed(
+                "ResourceClaim",
+                {
+                    "metadata": {
+                        "name": "held",
+                        "namespace": "default",
+                        "uid": "u-h",
+                        "resourceVersion": "3",
+                    },
+                    "spec": {"devices": {"requests": [request]}},
+                    "status": {"allocation": {"devices": {"results": [result]}}},
+                },
+            ),
+            changed(
+                "ResourceClaim",
+                {
+                    "metadata": {
+                        "name": "mine",
+                        "namespace": "default",
+                        "uid": "u-m",
+                        "resourceVersion": "4",
+                    },
+                    "spec": {"devices": {"requests": [request]}},
+                },
+            ),
+            waiting,
+        ]
+    )
+    async with sessions() as session, session.begin():
+        session.add(
+            tables.Decision(
+                epoch=1,
+                cycle=1,
+                kind="bind",
+                gang_uid="g",
+                pod_uid="uid-other",
+                node="n1",
+                devices=[{"claim": "c", "request": "gpu", "driver": driver, "pool": "n1", "device": "gpu-1"}],
+            )
+        )
+    async with sessions() as session, session.begin():
+        read = await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=ShellMemory())
+    assert read.snapshot.devices_taken == {(driver, "n1", "gpu-0"), (driver, "n1", "gpu-1")}
+    (need,) = next(t for g in read.snapshot.gangs for t in g.tasks if t.name == "dra-waiting").device_claims
+    assert need.requests[0].candidates == {"n1": tuple((driver, "n1", f"gpu-{i}") for i in range(3))}
+
+
+async def test_hypernodes_and_a_podgroups_network_topology_reach_the_snapshot(engine: AsyncEngine) -> None:
+    """A HyperNode's members and a PodGroup's networkTopology and subGroupPolicy are kept as
+    written and read back as the core's dataclasses; a deleted HyperNode leaves the snapshot."""
+
+    def hypernode(name: str, version: int, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:
+        meta = {"name": name, "uid": f"uid-{name}", "resourceVersion": str(version)}
+        return {
+            "kind": "HyperNode",
+            "metadata": meta,
+            "spec": {"tier": tier, "tierName": "leaf", "members": members},
+        }
+
+    leaf = hypernode("s0", 5, 1, [{"type": "Node", "selector": {"regexMatch": {"pattern": "^node[0-3]$"}}}])
+    spine = hypernode("s2", 6, 2, [{"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}}])
+    group = {
+        "kind": "PodGroup",
+        "metadata": {"name": "nt", "namespace": "default", "uid": "uid-nt", "resourceVersion": "7"},
+        "spec": {
+            "minMember": 4,
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+            "subGroupPolicy": [
+                {
+                    "name": "t0",
+                    "subGroupSize": 4,
+                    "networkTopology": {"mode": "soft", "highestTierName": "leaf"},
+                }
+            ],
+        },
+        "status": {"phase": "Inqueue"},
+    }
+    sessions = make_sessions(engine)
+    ingester = Ingester(sessions, scheduler_names=["volcano"])
+    memory = ShellMemory()
+    await ingester.handle(
+        [changed("HyperNode", leaf), changed("HyperNode", spine), changed("PodGroup", group)]
+    )
+
+    async def snapshot() -> Any:
+        async with sessions() as session, session.begin():
+            return (
+                await read_snapshot(session, now=datetime.now(UTC), expire_before=None, memory=memory)
+            ).snapshot
+
+    read = await snapshot()
+    assert [(h.name, h.tier, h.tier_name) for h in read.hyper_nodes] == [("s0", 1, "leaf"), ("s2", 2, "leaf")]
+    assert read.hyper_nodes[0].members[0].regex == "^node[0-3]$"
+    assert read.hyper_nodes[1].members[0].type == "HyperNode"
+    assert read.hyper_nodes[1].members[0].exact == "s0"
+    (gang,) = read.gangs
+    assert gang.network_topology is not None
+    assert (gang.network_topology.mode, gang.network_topology.highest_tier) == ("hard", 2)
+    (sub_group,) = gang.sub_groups
+    assert (sub_group.name, sub_group.size) == ("t0", 4)
+    assert sub_group.topology is not None
+    assert (sub_group.topology.mode, sub_group.topology.highest_tier_name) == ("soft", "leaf")
+
+    gone = {**spine, "metadata": {**spine["metadata"], "resourceVersion": "8"}}
+    await ingester.handle([changed("HyperNode", gone, "DELETED")])
+    assert [h.name for h in (await snapshot()).hyper_nodes] == ["s0"]

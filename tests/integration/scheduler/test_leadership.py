@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 
 import pytest
@@ -16,11 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.scheduler.app import INGEST_DURABLE, INGEST_SUBJECTS
 from services.scheduler.leadership import Leadership, LostLeadership
-from shared.bus.nats import Bus
+from shared.bus.nats import NatsBus
 from shared.config import NatsSettings
 from shared.messages import subjects
 from shared.storage import tables
 from shared.storage.engine import make_sessions
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -64,12 +66,14 @@ async def test_a_takeover_waits_for_a_commit_in_flight(engine: AsyncEngine) -> N
     assert await takeover
 
 
-def _scheduler(database_url: str, nats_url: str, holder: str) -> subprocess.Popen[bytes]:
+def _scheduler(
+    database_url: str, nats_url: str, holder: str, *, ingest: bool = False
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "SCHEDULER_POSTGRES__URL": database_url,
         "SCHEDULER_NATS__URL": nats_url,
-        "SCHEDULER_INGEST": "false",
+        "SCHEDULER_INGEST": str(ingest).lower(),
         "SCHEDULER_HOLDER": holder,
         "SCHEDULER_LEASE_SECONDS": "2",
         "SCHEDULER_CYCLE_PERIOD_SECONDS": "0.1",
@@ -81,10 +85,14 @@ def _scheduler(database_url: str, nats_url: str, holder: str) -> subprocess.Pope
     )
 
 
+async def _equals(count: Awaitable[int], expected: int) -> bool:
+    return await count == expected
+
+
 async def _ingest_caught_up(nats_url: str) -> None:
     """The tables are seeded directly: an ingest consumer with nothing pending says they are
     current (a new leader waits for ingest to catch up before its first cycle)."""
-    bus = await Bus.connect(NatsSettings(url=nats_url), name="test")
+    bus = await NatsBus.connect(NatsSettings(url=nats_url), name="test")
     try:
         await bus.ensure_streams()
         await bus.js.add_consumer(
@@ -173,20 +181,15 @@ async def test_two_scheduler_processes_never_both_commit(
                     ).scalar_one()
                 )
 
-        for _ in range(200):
-            if await bound_pods() == 40:
-                break
-            await asyncio.sleep(0.1)
+        # Two interpreters starting on a loaded machine can take a while: wait for the work, not a time.
+        await until(lambda: _equals(bound_pods(), 40), "the first leader binds every pod", within=120)
         # Kill whoever leads; the other takes over once the lease expires.
         async with engine.connect() as connection:
             holder = (await connection.execute(text("SELECT holder FROM scheduler_leader"))).scalar_one()
         leader = processes[0] if holder == "alpha" else processes[1]
         leader.send_signal(signal.SIGKILL)
         await _add_gang(engine, "late", members=2)  # new work for the survivor
-        for _ in range(100):
-            if await bound_pods() == 42:
-                break
-            await asyncio.sleep(0.1)
+        await until(lambda: _equals(bound_pods(), 42), "the survivor binds the late gang", within=120)
     finally:
         for process in processes:
             process.kill()

@@ -64,11 +64,16 @@ async def test_a_cycle_reads_only_what_changed_and_sees_every_change(engine: Asy
     assert "p1" not in seen
     assert seen["late"] == (None, "Pending")
     assert len(seen) == 20
+    # Built from what changed, the picture is the one a new leader builds from every row.
+    whole = (await read(engine, ShellMemory())).snapshot
+    assert (second.snapshot.gangs, second.snapshot.settled) == (whole.gangs, whole.settled)
 
-    # Nothing changed: nothing read, the same picture.
+    # Nothing changed: nothing read, the same picture, and the read says so.
     third = await read(engine, memory)
     assert memory.mirror.changed_rows == 0
     assert tasks(third) == seen
+    assert third.quiet
+    assert not second.quiet
 
     # A completed gang leaves the snapshot; a fresh memory (a new leader) reads it all and agrees.
     await ingester.handle([group(9, "Completed")])

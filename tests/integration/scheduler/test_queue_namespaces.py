@@ -14,7 +14,8 @@ from services.scheduler.core import plan_cycle
 from services.scheduler.ingest import Ingester
 from services.scheduler.snapshot_reader import ShellMemory, read_snapshot
 from shared.storage.engine import make_sessions
-from shared.volcano.queue_access import ALLOWED_NAMESPACES, QUEUE_FORBIDS_NAMESPACE
+from shared.volcano.keys import ALLOWED_NAMESPACES
+from shared.volcano.queue_access import QUEUE_FORBIDS_NAMESPACE
 from tests.integration.scheduler.test_ingest import changed
 from tests.unit.scheduler.builders import DEFAULT_CONF
 

@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from services.simulator.nodes import NodeSpec
-from services.simulator.testing import RunningSimulator, running_simulator
+from services.simulator.kubelets.nodes import NodeSpec
+from tests.simulator_thread import RunningSimulator, running_simulator
 from tests.waiting import eventually
 
 NODES = [NodeSpec("node-0", cpu="4", memory="8Gi"), NodeSpec("node-1", cpu="4", memory="8Gi")]

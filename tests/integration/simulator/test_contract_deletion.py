@@ -175,6 +175,25 @@ def test_background_deletion_removes_the_owner_first(cluster_core: client.CoreV1
     )
 
 
+def test_a_dependent_created_after_its_owner_went_is_collected(
+    cluster_core: client.CoreV1Api, namespace: str
+) -> None:
+    """GARBAGE_COLLECTION (the collector deletes dependents whose owners no longer exist): a
+    controller that had not yet seen its owner's deletion created the dependent; the collector
+    finds no owner and deletes it, where nothing else ever would."""
+    owner = cluster_core.create_namespaced_config_map(namespace, configmap("late-owner"))
+    cluster_core.delete_namespaced_config_map("late-owner", namespace)
+
+    created = cluster_core.create_namespaced_config_map(
+        namespace, configmap("late-child", ownerReferences=[owner_reference(owner)])
+    )
+
+    assert created.metadata.name == "late-child"
+    assert eventually(
+        lambda: gone(lambda: cluster_core.read_namespaced_config_map("late-child", namespace)), within=30
+    )
+
+
 def test_orphan_deletion_leaves_the_dependents_without_the_reference(
     cluster_core: client.CoreV1Api, namespace: str
 ) -> None:

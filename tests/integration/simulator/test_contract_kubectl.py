@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from services.simulator.testing import running_simulator
 from tests.integration.simulator.conftest import NODES, REAL_CLUSTER
+from tests.simulator_thread import running_simulator
 
 pytestmark = [
     pytest.mark.integration,

@@ -228,7 +228,7 @@ def test_events_can_be_selected_by_involved_object(core: client.CoreV1Api) -> No
 
 
 def test_writes_behind_a_rate_limit_still_all_succeed() -> None:
-    from services.simulator.testing import running_simulator
+    from tests.simulator_thread import running_simulator
 
     with running_simulator(qps=200, burst=2) as sim:
         api = client.ApiClient(sim.client_configuration())

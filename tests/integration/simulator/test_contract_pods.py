@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from services.simulator.testing import RunningSimulator
 from tests.integration.simulator.conftest import pod_manifest
+from tests.simulator_thread import RunningSimulator
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from services.simulator.testing import RunningSimulator, running_simulator
+from tests.simulator_thread import RunningSimulator, running_simulator
 
 pytestmark = pytest.mark.integration
 

@@ -120,6 +120,7 @@ class WebhookServer:
 
     def close(self) -> None:
         self._server.shutdown()
+        self._server.server_close()  # the listening socket: shutdown only stops serving
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from kubernetes import client, config
+
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -49,19 +50,21 @@ def start(tmp: Path, *arguments: str) -> Process:
     announced = process.stdout.readline()
     assert announced.startswith("simulator: serving http://127.0.0.1:"), announced
     url = announced.split()[2].rstrip(",")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         try:
-            if httpx.get(f"{url}/healthz").status_code == 200:
-                break
+            return httpx.get(f"{url}/healthz").status_code == 200
         except httpx.TransportError:
-            time.sleep(0.05)
+            return False
+
+    eventually(healthy, "the simulator answering /healthz", within=20, every=0.05)
     return Process(process, kubeconfig)
 
 
 def stop(running: Process) -> int:
     running.process.send_signal(signal.SIGTERM)
-    return running.process.wait(timeout=20)
+    running.process.communicate(timeout=20)  # also closes the pipe of its announcement
+    return running.process.returncode
 
 
 @pytest.fixture(scope="module")
@@ -159,10 +162,11 @@ def test_kubectl_applies_gets_and_describes_the_seeds(default_simulator: Process
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (Debian: kubernetes-client)")
 def test_kubectl_runs_a_plain_pod_and_cordons_a_node(default_simulator: Process) -> None:
     kubectl(default_simulator, "run", "hello", "--image=busybox", "--restart=Never")
-    deadline = time.monotonic() + 10
-    while "Running" not in kubectl(default_simulator, "get", "pod", "hello") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "Running" in kubectl(default_simulator, "get", "pod", "hello")
+
+    def running() -> bool:
+        return "Running" in kubectl(default_simulator, "get", "pod", "hello")
+
+    eventually(running, "pod hello Running", every=0.05)
     kubectl(default_simulator, "cordon", "node-3")
     assert "SchedulingDisabled" in kubectl(default_simulator, "get", "node", "node-3")
     kubectl(default_simulator, "uncordon", "node-3")

@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client
 
 from services.simulator.app import write_kubeconfig
-from services.simulator.testing import RunningSimulator
 from tests.integration.simulator.conftest import eventually
+from tests.simulator_thread import RunningSimulator
 
 pytestmark = pytest.mark.integration
 

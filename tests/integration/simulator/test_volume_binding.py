@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from services.simulator.nodes import NodeSpec
-from services.simulator.testing import RunningSimulator, running_simulator
+from services.simulator.kubelets.nodes import NodeSpec
 from tests.integration.simulator.conftest import eventually, pod_manifest
+from tests.simulator_thread import RunningSimulator, running_simulator
 
 pytestmark = pytest.mark.integration
 
@@ -86,10 +86,16 @@ def test_an_immediate_claim_binds_to_the_smallest_volume_that_fits(
     assert core.read_persistent_volume("fast-big").status.phase == "Available"
 
 
-def test_a_claim_nothing_matches_stays_pending(core: client.CoreV1Api) -> None:
-    core.create_namespaced_persistent_volume_claim("default", _claim("huge", "fast", "100Gi"))
-    assert eventually(lambda: core.read_persistent_volume("fast-big").status.phase == "Available")
+def test_a_claim_nothing_matches_stays_pending(api_client: client.ApiClient, core: client.CoreV1Api) -> None:
+    client.StorageV1Api(api_client).create_storage_class(_class("slow", "Immediate"))
+    core.create_persistent_volume(_volume("slow-one", "slow", "1Gi"))
+    core.create_namespaced_persistent_volume_claim("default", _claim("huge", "slow", "100Gi"))
+    # A claim that fits, made after the one that does not: once the binder has bound it, it has
+    # also looked at the larger claim, and left it waiting rather than bind it short.
+    core.create_namespaced_persistent_volume_claim("default", _claim("small", "slow", "1Gi"))
+    assert eventually(lambda: _phase(core, "small") == "Bound")
     assert _phase(core, "huge") == "Pending"
+    assert core.read_persistent_volume("slow-one").spec.claim_ref.name == "small"
 
 
 def test_a_wait_for_first_consumer_claim_binds_on_its_pods_node(

@@ -11,15 +11,16 @@ import orjson
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from services.simulator.nodes import NodeSpec
-from services.simulator.testing import RunningSimulator, running_simulator
+from services.simulator.kubelets.nodes import NodeSpec
 from services.watcher.app import BROKEN_AFTER, _report_readiness
 from services.watcher.watched_kinds import WatchedKind
 from services.watcher.watching import KindWatcher
-from shared.bus.nats import Bus
+from shared.bus.nats import NatsBus
 from shared.config import NatsSettings
 from shared.kube.client import make_api_client, request
 from shared.runtime import Health
+from tests.simulator_thread import RunningSimulator, running_simulator
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -31,8 +32,8 @@ def simulator() -> Iterator[RunningSimulator]:
 
 
 @pytest.fixture
-async def bus(nats_url: str) -> AsyncIterator[Bus]:
-    connected = await Bus.connect(NatsSettings(url=nats_url), name="watcher-test")
+async def bus(nats_url: str) -> AsyncIterator[NatsBus]:
+    connected = await NatsBus.connect(NatsSettings(url=nats_url), name="watcher-test")
     try:
         await connected.ensure_streams()
         yield connected
@@ -40,7 +41,7 @@ async def bus(nats_url: str) -> AsyncIterator[Bus]:
         await connected.close()
 
 
-async def pod_watcher(simulator: RunningSimulator, bus: Bus, path: str) -> tuple[ApiClient, KindWatcher]:
+async def pod_watcher(simulator: RunningSimulator, bus: NatsBus, path: str) -> tuple[ApiClient, KindWatcher]:
     api = await make_api_client(str(simulator.kubeconfig_path))
     return api, KindWatcher(api, bus, WatchedKind("Pod", path), scheduler_names=["volcano"], watch_timeout=30)
 
@@ -60,7 +61,7 @@ def pod(name: str, env_bytes: int) -> dict[str, Any]:
 
 
 async def test_a_pod_up_to_the_size_limit_flows_and_so_does_the_next(
-    simulator: RunningSimulator, bus: Bus
+    simulator: RunningSimulator, bus: NatsBus
 ) -> None:
     api, watcher = await pod_watcher(simulator, bus, "/api/v1/pods")
     running = asyncio.create_task(watcher.run())
@@ -88,17 +89,17 @@ async def test_a_pod_up_to_the_size_limit_flows_and_so_does_the_next(
 
 
 async def test_a_watch_that_keeps_breaking_makes_the_watcher_not_ready(
-    simulator: RunningSimulator, bus: Bus
+    simulator: RunningSimulator, bus: NatsBus
 ) -> None:
     api, broken = await pod_watcher(simulator, bus, "/api/v1/nothing-here")
     health = Health()
     health.set_ready("listed every kind")
-    tasks = [asyncio.create_task(broken.run()), asyncio.create_task(_report_readiness([broken], health))]
+    reporting = _report_readiness(lambda: [broken], health)
+    tasks = [asyncio.create_task(broken.run()), asyncio.create_task(reporting)]
     try:
-        for _ in range((BROKEN_AFTER * 2 + 10) * 5):  # each relist waits a second after failing
-            if not health.ready:
-                break
-            await asyncio.sleep(0.2)
+        await until(  # each relist waits a second after failing
+            lambda: not health.ready, "the watcher not ready", within=BROKEN_AFTER * 2 + 10, every=0.2
+        )
     finally:
         for task in tasks:
             task.cancel()

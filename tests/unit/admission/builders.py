@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from services.admission.rules import AdmissionContext, QueueView
+from services.admission.rules import AdmissionContext, QueueAdmissionFacts
 
 DATA = Path(__file__).parent / "data"
 
@@ -61,9 +61,9 @@ def podgroup(name: str = "pg-1", namespace: str = "default", **spec: Any) -> dic
     }
 
 
-def context(*views: QueueView, **fields: Any) -> AdmissionContext:
+def context(*views: QueueAdmissionFacts, **fields: Any) -> AdmissionContext:
     """A cluster with the built-in `default` and `root` queues plus `views`."""
-    queues = {"default": QueueView("default"), "root": QueueView("root")}
+    queues = {"default": QueueAdmissionFacts("default"), "root": QueueAdmissionFacts("root")}
     queues |= {view.name: view for view in views}
     return AdmissionContext(queues=queues, **fields)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.admission.rules import AdmissionContext, QueueView
+from services.admission.rules import AdmissionContext, QueueAdmissionFacts
 from shared.volcano import Queue
 
 from .builders import queue
@@ -23,8 +23,8 @@ def test_queue_view_reads_state_parent_resources_and_allocated_pods() -> None:
         guarantee={"resource": {"cpu": "1"}},
     )
     manifest["status"]["allocated"] = {"cpu": "3", "pods": "2"}
-    view = QueueView.from_queue(manifest)
-    assert view == QueueView(
+    view = QueueAdmissionFacts.from_queue(manifest)
+    assert view == QueueAdmissionFacts(
         name="team",
         state="Closed",
         parent="org",
@@ -34,11 +34,11 @@ def test_queue_view_reads_state_parent_resources_and_allocated_pods() -> None:
         hierarchy="root/team",
         allocated_pods=2,
     )
-    assert QueueView.from_queue(Queue.model_validate(manifest)) == view
+    assert QueueAdmissionFacts.from_queue(Queue.model_validate(manifest)) == view
 
 
 def test_a_queue_without_state_is_not_open() -> None:
-    assert QueueView.from_queue(queue("new")).state == ""
+    assert QueueAdmissionFacts.from_queue(queue("new")).state == ""
 
 
 def test_queues_without_parent_are_children_of_root() -> None:

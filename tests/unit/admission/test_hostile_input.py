@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.admission.review import MAX_MESSAGE_CHARS, mutate, validate
-from services.admission.rules import QueueView
+from services.admission.rules import QueueAdmissionFacts
 from shared.domain.quantity import MAX_MILLI, QuantityError, parse_quantity, to_milli
 from shared.volcano import schema
 
@@ -193,7 +193,7 @@ def test_the_schema_check_never_raises(value: Any, kind: str) -> None:
 
 
 def test_a_gang_that_can_never_fit_its_queue_is_refused_naming_the_queue() -> None:
-    small = context(QueueView("small", capability={"cpu": "4", "memory": "8Gi"}))
+    small = context(QueueAdmissionFacts("small", capability={"cpu": "4", "memory": "8Gi"}))
     template = {
         "spec": {"containers": [{"name": "m", "image": "b", "resources": {"requests": {"cpu": "1"}}}]}
     }

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from services.admission.review import mutate, validate
-from services.admission.rules import AdmissionContext, QueueView
+from services.admission.rules import AdmissionContext, QueueAdmissionFacts
 
 from .builders import DATA, admission_review, apply_patch, decode_patch, load_yaml
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.unit
 CASES = load_yaml(DATA / "invalid" / "cases.yaml")
 CLUSTER = AdmissionContext(
     queues={
-        entry["name"]: QueueView(entry["name"], entry["state"], entry.get("parent", ""))
+        entry["name"]: QueueAdmissionFacts(entry["name"], entry["state"], entry.get("parent", ""))
         for entry in CASES["queues"]
     },
     priority_classes=frozenset({"high-priority"}),
@@ -62,11 +62,11 @@ def test_valid_examples_are_accepted(path: Any) -> None:
 
     ctx = AdmissionContext(
         queues={
-            "default": QueueView("default"),
-            "root": QueueView("root"),
-            "team-a": QueueView("team-a"),
-            "kuberay-test-queue": QueueView("kuberay-test-queue"),
-            "research": QueueView(
+            "default": QueueAdmissionFacts("default"),
+            "root": QueueAdmissionFacts("root"),
+            "team-a": QueueAdmissionFacts("team-a"),
+            "kuberay-test-queue": QueueAdmissionFacts("kuberay-test-queue"),
+            "research": QueueAdmissionFacts(
                 "research",
                 capability={"cpu": 16, "memory": "64Gi"},
                 deserved={"cpu": "8", "memory": "32Gi"},

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from services.admission.rules import QueueView, compose, default_job, validate_job_create
+from services.admission.rules import QueueAdmissionFacts, compose, default_job, validate_job_create
 
 from .builders import context, job, task
 
 pytestmark = pytest.mark.unit
 
 CTX = context(
-    QueueView("closed", state="Closed"),
-    QueueView("team"),
-    QueueView("team-vision", parent="team"),
+    QueueAdmissionFacts("closed", state="Closed"),
+    QueueAdmissionFacts("team"),
+    QueueAdmissionFacts("team-vision", parent="team"),
     priority_classes=frozenset({"high-priority"}),
 )
 LABEL_ERROR = (

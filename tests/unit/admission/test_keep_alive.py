@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from services.admission.settings import AdmissionSettings
-from services.simulator.admission import WEBHOOK_KEEPALIVE_SECONDS
+from services.simulator.admission.webhooks import WEBHOOK_KEEPALIVE_SECONDS
 
 pytestmark = pytest.mark.unit
 

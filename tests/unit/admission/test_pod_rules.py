@@ -97,11 +97,33 @@ def test_the_pod_webhook_validates_creates_only_and_fails_open() -> None:
     ((_, hook),) = pod_hooks
     assert hook["rules"][0]["operations"] == ["CREATE"]
     assert hook["failurePolicy"] == "Ignore"
-    # Gang members' pods (Volcano Jobs', KubeRay's, Kubeflow's) are never judged: never sent.
-    assert {e["key"] for e in hook["objectSelector"]["matchExpressions"]} == {
-        "volcano.sh/job-name",
-        "ray.io/cluster",
-        "training.kubeflow.org/job-name",
-    }
+    # No objectSelector: a label is the user's, and a selector on one would let a pod skip its
+    # validation (a pod naming its PodGroup is let through by the webhook itself).
+    assert "objectSelector" not in hook
     others = [h for hooks in by_kind.values() for h in hooks if h is not hook]
     assert {h["failurePolicy"] for h in others} == {"Fail"}
+
+
+def test_the_webhooks_are_volcanos_on_volcanos_operations_and_no_more() -> None:
+    """Volcano's chart (webhooks.yaml): every other write, a PodGroup's status updates above all
+    (one or two per pod), costs no webhook call."""
+    configs = registration.configurations(ca_pem=b"ca", base_url="https://a", service=None, timeout=5)
+    registered = {
+        (config["kind"].removesuffix("WebhookConfiguration"), rule["resources"][0]): sorted(
+            rule["operations"]
+        )
+        for config in configs
+        for hook in config["webhooks"]
+        for rule in hook["rules"]
+    }
+    assert registered == {
+        ("Mutating", "jobs"): ["CREATE"],
+        ("Mutating", "queues"): ["CREATE"],
+        ("Mutating", "podgroups"): ["CREATE"],
+        ("Validating", "jobs"): ["CREATE", "UPDATE"],
+        ("Validating", "queues"): ["CREATE", "DELETE", "UPDATE"],
+        ("Validating", "podgroups"): ["CREATE"],
+        ("Validating", "hypernodes"): ["CREATE", "UPDATE"],
+        ("Validating", "pods"): ["CREATE"],
+    }
+    assert not any("objectSelector" in hook for config in configs for hook in config["webhooks"])

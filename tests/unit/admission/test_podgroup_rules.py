@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from services.admission.rules import (
-    QueueView,
+    QueueAdmissionFacts,
     compose,
     default_podgroup,
     validate_podgroup_create,
@@ -18,8 +18,8 @@ from .builders import context, podgroup
 pytestmark = pytest.mark.unit
 
 CTX = context(
-    QueueView("closed", state="Closed"),
-    QueueView("team-a"),
+    QueueAdmissionFacts("closed", state="Closed"),
+    QueueAdmissionFacts("team-a"),
     namespace_queues={"team-a-ns": "team-a"},
 )
 CONFLICT = "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously."

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from services.admission.review import mutate, validate
 from services.admission.rules import (
-    QueueView,
+    QueueAdmissionFacts,
     default_job,
     default_podgroup,
     default_queue,
@@ -28,7 +28,7 @@ from .builders import admission_review, apply_patch, context, decode_patch
 pytestmark = pytest.mark.unit
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-CTX = context(QueueView("team"), namespace_queues={"ns-a": "team"})
+CTX = context(QueueAdmissionFacts("team"), namespace_queues={"ns-a": "team"})
 QUANTITIES = st.sampled_from(["1", "500m", "2", 4, "1Gi", "512Mi", "0"])
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from services.admission.rules import QueueView, validate_job_create, validate_podgroup_create
-from shared.volcano.queue_access import ALLOWED_NAMESPACES, allowed_namespaces
+from services.admission.rules import QueueAdmissionFacts, validate_job_create, validate_podgroup_create
+from shared.volcano.keys import ALLOWED_NAMESPACES
+from shared.volcano.queue_access import allowed_namespaces
 
 from .builders import context, job, podgroup
 
 pytestmark = pytest.mark.unit
 
-GUARDED = QueueView.from_queue(
+GUARDED = QueueAdmissionFacts.from_queue(
     {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
@@ -20,7 +21,7 @@ GUARDED = QueueView.from_queue(
         "status": {"state": "Open"},
     }
 )
-CTX = context(GUARDED, QueueView("default"))
+CTX = context(GUARDED, QueueAdmissionFacts("default"))
 REFUSAL = (
     "namespace `other` may not submit to queue `guarded`: its annotation "
     f"{ALLOWED_NAMESPACES} allows only team-a, team-b"

@@ -8,7 +8,7 @@ import pytest
 
 from services.admission.rules import (
     AdmissionContext,
-    QueueView,
+    QueueAdmissionFacts,
     compose,
     default_queue,
     validate_queue_create,
@@ -43,18 +43,20 @@ def test_defaults_keep_what_was_given() -> None:
 
 
 TREE = context(
-    QueueView("closed", state="Closed"),
-    QueueView(
+    QueueAdmissionFacts("closed", state="Closed"),
+    QueueAdmissionFacts(
         "org", capability={"cpu": "8", "memory": "16Gi"}, deserved={"cpu": "6"}, guarantee={"cpu": "2"}
     ),
-    QueueView("org-a", parent="org", capability={"cpu": "4"}, deserved={"cpu": "3"}, guarantee={"cpu": "1"}),
-    QueueView("busy", allocated_pods=3),
-    QueueView("deep-1", parent="root"),
-    QueueView("deep-2", parent="deep-1"),
-    QueueView("deep-3", parent="deep-2"),
-    QueueView("deep-4", parent="deep-3"),
-    QueueView("deep-5", parent="deep-4"),
-    QueueView("tagged", hierarchy="root/sci/dev"),
+    QueueAdmissionFacts(
+        "org-a", parent="org", capability={"cpu": "4"}, deserved={"cpu": "3"}, guarantee={"cpu": "1"}
+    ),
+    QueueAdmissionFacts("busy", allocated_pods=3),
+    QueueAdmissionFacts("deep-1", parent="root"),
+    QueueAdmissionFacts("deep-2", parent="deep-1"),
+    QueueAdmissionFacts("deep-3", parent="deep-2"),
+    QueueAdmissionFacts("deep-4", parent="deep-3"),
+    QueueAdmissionFacts("deep-5", parent="deep-4"),
+    QueueAdmissionFacts("tagged", hierarchy="root/sci/dev"),
 )
 
 # (id, queue, expected message, expected cause fields)
@@ -263,14 +265,14 @@ def test_queue_update_rule(old: dict[str, Any], new: dict[str, Any], message: st
 
 DELETE_CTX = AdmissionContext(
     queues={
-        "default": QueueView("default"),
-        "root": QueueView("root"),
-        "idle": QueueView("idle"),
-        "busy": QueueView("busy", allocated_pods=2),
-        "holding": QueueView("holding"),
-        "org": QueueView("org"),
-        "org-a": QueueView("org-a", parent="org"),
-        "org-b": QueueView("org-b", parent="org"),
+        "default": QueueAdmissionFacts("default"),
+        "root": QueueAdmissionFacts("root"),
+        "idle": QueueAdmissionFacts("idle"),
+        "busy": QueueAdmissionFacts("busy", allocated_pods=2),
+        "holding": QueueAdmissionFacts("holding"),
+        "org": QueueAdmissionFacts("org"),
+        "org-a": QueueAdmissionFacts("org-a", parent="org"),
+        "org-b": QueueAdmissionFacts("org-b", parent="org"),
     },
     jobs_per_queue={"holding": 4, "idle": 0},
 )

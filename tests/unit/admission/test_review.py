@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from services.admission.review import Webhook, mutate, review, validate
-from services.admission.rules import QueueView
+from services.admission.rules import QueueAdmissionFacts
 
 from .builders import admission_review, apply_patch, context, decode_patch, job, podgroup, queue, task
 
 pytestmark = pytest.mark.unit
 
-CTX = context(QueueView("closed", state="Closed"), namespace_queues={"ns-a": "closed"})
+CTX = context(QueueAdmissionFacts("closed", state="Closed"), namespace_queues={"ns-a": "closed"})
 
 
 def test_response_echoes_uid_and_is_an_admission_review() -> None:

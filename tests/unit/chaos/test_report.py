@@ -34,3 +34,12 @@ def test_every_violation_is_listed_by_invariant() -> None:
     text = render(result(Violation("I2", "node n1 held 9000 milli-cpu of 8000")))
     assert "VIOLATIONS (1):" in text
     assert "I2 node n1 held 9000 milli-cpu of 8000" in text
+
+
+def test_the_report_says_which_stack_was_soaked() -> None:
+    assert "stack: one of each service, one NATS server" in render(result())
+    scaled = ChaosResult(
+        ChaosSettings(seed=4, duration_s=60, gangs=3, scale=(("controller", 3), ("nats", 3))),
+        Verdict([], {"binds": 9}),
+    )
+    assert "stack: controller=3, nats=3" in render(scaled)

@@ -70,6 +70,17 @@ def test_a_placement_names_the_node_of_every_pod() -> None:
     assert what_changed(refused["data"]) == "1 pods on node-1 (hello-w-0); refused: hello-w-1 (conflict)"
 
 
+def test_a_gang_admitted_and_placed_in_one_cycle_says_both() -> None:
+    placed = _event(
+        "scheduler",
+        "placed",
+        "PodGroup",
+        "web-1",
+        details={"queue": "default", "enqueued": True, "pods": {"web-1": "node-3"}},
+    )
+    assert what_changed(placed["data"]) == "enqueued in queue default and placed: 1 pods on node-3 (web-1)"
+
+
 def test_an_eviction_says_who_was_evicted_for_whom_and_why() -> None:
     evicted = _event(
         "scheduler",

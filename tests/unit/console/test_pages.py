@@ -7,16 +7,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.console import pages
-from services.console.read_model import JobDetail, JobRow, NodeView, QueueView, Verdict, roll_up
+from services.console.page_rows import JobDetail, JobRow, NodeView, QueueSummary, Verdict, roll_up
 
 pytestmark = pytest.mark.unit
 
 GIB = 1000 * 2**30
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
-def queue(name: str, parent: str | None = None, **kwargs: object) -> QueueView:
+def queue(name: str, parent: str | None = None, **kwargs: object) -> QueueSummary:
     fields: dict[str, object] = {"capability": {}, "deserved": {}, "guarantee": {}, **kwargs}
-    return QueueView(name, parent, 1, "Open", **fields)  # type: ignore[arg-type]
+    return QueueSummary(name, parent, 1, "Open", **fields)  # type: ignore[arg-type]
 
 
 def job(phase: str = "Pending") -> JobRow:
@@ -33,14 +34,14 @@ def test_amounts_read_as_cores_gib_and_counts() -> None:
 
 def test_a_queue_above_its_deserved_share_is_marked_and_says_so() -> None:
     research = queue("research", capability={"cpu": 12000}, deserved={"cpu": 8000}, allocated={"cpu": 9000})
-    html = pages.queues_page([research], {"cpu": 32000})
+    html = pages.queues_page([research], {"cpu": 32000}, now=NOW)
     assert 'aria-label="cpu: 9 of 12, deserved 8"' in html
     assert 'class="fill over"' in html
     assert 'style="left:66.7%"' in html  # the deserved tick
 
 
 def test_a_queue_without_capability_is_measured_against_the_cluster() -> None:
-    html = pages.queues_page([queue("default", allocated={"cpu": 8000})], {"cpu": 32000})
+    html = pages.queues_page([queue("default", allocated={"cpu": 8000})], {"cpu": 32000}, now=NOW)
     assert 'aria-label="cpu: 8 of 32"' in html
     assert 'class="fill over"' not in html
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 from services.controller.core.jobstate import (
     DelayedAction,
-    JobState,
-    JobStatus,
+    ObservedJob,
+    ObservedJobStatus,
+    ObservedTaskSpec,
     PodGroupView,
     PodView,
-    TaskSpec,
 )
 from services.controller.core.policies import Policy
 
@@ -30,7 +30,7 @@ def pods(task: str, *phases: str, job: str = "job", version: int = 0) -> tuple[P
 def state(
     phase: str = "Running",
     *,
-    tasks: Iterable[TaskSpec] = (TaskSpec("worker", 3, min_available=3),),
+    tasks: Iterable[ObservedTaskSpec] = (ObservedTaskSpec("worker", 3, min_available=3),),
     min_available: int | None = None,
     min_success: int | None = None,
     max_retry: int = 3,
@@ -44,11 +44,11 @@ def state(
     ttl: int | None = None,
     controlled: dict[str, str] | None = None,
     terminating: int = 0,
-) -> JobState:
+) -> ObservedJob:
     task_tuple = tuple(tasks)
     if min_available is None:
         min_available = sum(t.min_available or t.replicas for t in task_tuple)
-    return JobState(
+    return ObservedJob(
         uid="uid-1",
         namespace="ns",
         name="job",
@@ -60,7 +60,7 @@ def state(
         tasks=task_tuple,
         policies=tuple(policies),
         plugins=tuple(plugins),
-        status=JobStatus(
+        status=ObservedJobStatus(
             phase=phase,
             last_transition_time=CREATED if phase else None,
             version=version,

@@ -7,7 +7,7 @@ import pytest
 
 from services.controller.core import events as ev
 from services.controller.core.effects import CreatePods
-from services.controller.core.jobstate import TaskSpec
+from services.controller.core.jobstate import ObservedTaskSpec
 from services.controller.core.lifecycle import transition
 from services.controller.core.reconcile import CREATE_BATCH
 
@@ -22,7 +22,7 @@ def created(result_effects: tuple[object, ...]) -> CreatePods:
 
 
 def test_a_huge_task_creates_one_bounded_batch_per_sync() -> None:
-    job = state("Pending", podgroup="Inqueue", tasks=(TaskSpec("worker", HUGE, min_available=1),))
+    job = state("Pending", podgroup="Inqueue", tasks=(ObservedTaskSpec("worker", HUGE, min_available=1),))
     result = transition(job, ev.PodGroupPhaseChanged("Inqueue"), NOW)
     batch = created(result.effects)
     assert len(batch.pods) == CREATE_BATCH
@@ -30,7 +30,7 @@ def test_a_huge_task_creates_one_bounded_batch_per_sync() -> None:
 
 
 def test_the_next_batch_waits_until_the_first_is_placed() -> None:
-    tasks = (TaskSpec("worker", HUGE, min_available=1),)
+    tasks = (ObservedTaskSpec("worker", HUGE, min_available=1),)
     waiting = state(
         "Pending", podgroup="Inqueue", tasks=tasks, pod_list=pods("worker", *["Pending"] * CREATE_BATCH)
     )
@@ -46,7 +46,7 @@ def test_the_next_batch_waits_until_the_first_is_placed() -> None:
 
 def test_a_gang_larger_than_a_batch_gets_all_its_members_waiting_at_once() -> None:
     gang = CREATE_BATCH + 100
-    tasks = (TaskSpec("worker", gang, min_available=gang),)
+    tasks = (ObservedTaskSpec("worker", gang, min_available=gang),)
     first = pods("worker", *["Pending"] * CREATE_BATCH)
     job = state("Pending", podgroup="Inqueue", tasks=tasks, pod_list=first)
     batch = created(transition(job, ev.PodGroupPhaseChanged("Inqueue"), NOW).effects)
@@ -54,6 +54,6 @@ def test_a_gang_larger_than_a_batch_gets_all_its_members_waiting_at_once() -> No
 
 
 def test_a_small_job_still_gets_every_pod_at_once() -> None:
-    job = state("Pending", podgroup="Inqueue", tasks=(TaskSpec("a", 3), TaskSpec("b", 2)))
+    job = state("Pending", podgroup="Inqueue", tasks=(ObservedTaskSpec("a", 3), ObservedTaskSpec("b", 2)))
     batch = created(transition(job, ev.PodGroupPhaseChanged("Inqueue"), NOW).effects)
     assert [ref.name for ref in batch.pods] == ["job-a-0", "job-a-1", "job-a-2", "job-b-0", "job-b-1"]

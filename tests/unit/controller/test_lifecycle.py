@@ -15,20 +15,20 @@ from services.controller.core.effects import (
     DeleteJob,
     DeletePluginResources,
     DeletePods,
+    DesiredPod,
     EnsurePluginResources,
     EnsurePodGroup,
     EnsurePVCs,
-    PodRef,
     RecordEvent,
     ScheduleTimer,
     UpdateJobStatus,
 )
 from services.controller.core.jobstate import (
-    DependsOn,
-    JobCondition,
+    ObservedCondition,
+    ObservedDependsOn,
+    ObservedTaskSpec,
     PodGroupView,
     PodView,
-    TaskSpec,
     Volume,
 )
 from services.controller.core.lifecycle import TTL_TIMER_KEY, transition, ttl_expiry
@@ -55,7 +55,7 @@ def test_new_job_becomes_pending_with_plugins_volumes_and_podgroup_but_no_pods()
     result = transition(s, ev.OutOfSync(), NOW)
     status = result.state.status
     assert status.phase == "Pending"
-    assert status.conditions == (JobCondition("Pending", NOW),)
+    assert status.conditions == (ObservedCondition("Pending", NOW),)
     assert status.controlled_resources == {
         "plugin-env": "env",
         "plugin-ssh": "ssh",
@@ -94,7 +94,7 @@ def test_admitted_podgroup_creates_every_missing_pod_stamped_with_version() -> N
     result = transition(s, ev.PodGroupPhaseChanged("Inqueue"), NOW)
     create = next(e for e in result.effects if isinstance(e, CreatePods))
     assert create == CreatePods(
-        (PodRef(0, 1, "job-worker-1", "worker"), PodRef(0, 2, "job-worker-2", "worker")), 2, 1
+        (DesiredPod(0, 1, "job-worker-1", "worker"), DesiredPod(0, 2, "job-worker-2", "worker")), 2, 1
     )
     assert result.state.status.pending == 3
 
@@ -102,7 +102,7 @@ def test_admitted_podgroup_creates_every_missing_pod_stamped_with_version() -> N
 def test_scale_down_deletes_surplus_pods_and_counts_them_terminating() -> None:
     s = state(
         "Running",
-        tasks=(TaskSpec("worker", 2, 2),),
+        tasks=(ObservedTaskSpec("worker", 2, 2),),
         pod_list=pods("worker", "Running", "Running", "Running"),
     )
     result = transition(s, ev.JobUpdated(), NOW)
@@ -114,7 +114,7 @@ def test_scale_down_deletes_surplus_pods_and_counts_them_terminating() -> None:
 def test_scale_up_creates_new_pods_and_refreshes_hosts() -> None:
     s = state(
         "Running",
-        tasks=(TaskSpec("worker", 4, 3),),
+        tasks=(ObservedTaskSpec("worker", 4, 3),),
         plugins=("svc",),
         pod_list=pods("worker", "Running", "Running", "Running"),
     )
@@ -143,17 +143,17 @@ def test_terminating_pod_is_neither_recreated_nor_counted_by_phase() -> None:
     assert (result.state.status.terminating, result.state.status.running) == (1, 2)
 
 
-DEPENDS = (TaskSpec("ps", 2, 2),)
+DEPENDS = (ObservedTaskSpec("ps", 2, 2),)
 
 
 @pytest.mark.parametrize(
     ("depends_on", "ps_pods", "extra_task_pods", "creates_worker"),
     [
-        (DependsOn(("ps",)), ("Running", "Pending"), (), False),
-        (DependsOn(("ps",)), ("Running", "Succeeded"), (), True),
-        (DependsOn(("ps", "db")), ("Running", "Running"), ("Pending",), False),
-        (DependsOn(("ps", "db"), "any"), ("Running", "Running"), ("Pending",), True),
-        (DependsOn(("ps", "db"), "any"), ("Pending", "Pending"), ("Pending",), False),
+        (ObservedDependsOn(("ps",)), ("Running", "Pending"), (), False),
+        (ObservedDependsOn(("ps",)), ("Running", "Succeeded"), (), True),
+        (ObservedDependsOn(("ps", "db")), ("Running", "Running"), ("Pending",), False),
+        (ObservedDependsOn(("ps", "db"), "any"), ("Running", "Running"), ("Pending",), True),
+        (ObservedDependsOn(("ps", "db"), "any"), ("Pending", "Pending"), ("Pending",), False),
     ],
     ids=[
         "dependency-not-ready",
@@ -164,7 +164,7 @@ DEPENDS = (TaskSpec("ps", 2, 2),)
     ],
 )
 def test_depends_on_gates_pod_creation(
-    depends_on: DependsOn,
+    depends_on: ObservedDependsOn,
     ps_pods: tuple[str, ...],
     extra_task_pods: tuple[str, ...],
     creates_worker: bool,
@@ -173,7 +173,11 @@ def test_depends_on_gates_pod_creation(
     s = state(
         "Pending",
         podgroup="Inqueue",
-        tasks=(*DEPENDS, TaskSpec("db", 1, 1), TaskSpec("worker", 1, 1, depends_on=depends_on)),
+        tasks=(
+            *DEPENDS,
+            ObservedTaskSpec("db", 1, 1),
+            ObservedTaskSpec("worker", 1, 1, depends_on=depends_on),
+        ),
         pod_list=(*ready, *pods("db", *extra_task_pods)),
     )
     assert ("job-worker-0" in _created(transition(s, ev.OutOfSync(), NOW).effects)) == creates_worker
@@ -183,7 +187,10 @@ def test_running_pod_with_unready_containers_does_not_satisfy_dependents() -> No
     s = state(
         "Pending",
         podgroup="Inqueue",
-        tasks=(TaskSpec("ps", 1, 1), TaskSpec("worker", 1, 1, depends_on=DependsOn(("ps",)))),
+        tasks=(
+            ObservedTaskSpec("ps", 1, 1),
+            ObservedTaskSpec("worker", 1, 1, depends_on=ObservedDependsOn(("ps",))),
+        ),
         pod_list=pods("ps", "Running"),
     )
     assert "job-worker-0" not in _created(transition(s, ev.OutOfSync(), NOW).effects)
@@ -318,13 +325,13 @@ def test_reentered_phase_moves_its_condition_to_the_end() -> None:
         "Running",
         pod_list=pods("worker", "Running", "Pending", "Pending"),
         min_available=2,
-        tasks=(TaskSpec("worker", 3, 2),),
+        tasks=(ObservedTaskSpec("worker", 3, 2),),
     )
     s = replace(
         s,
         status=replace(
             s.status,
-            conditions=(JobCondition("Pending", CREATED), JobCondition("Running", CREATED)),
+            conditions=(ObservedCondition("Pending", CREATED), ObservedCondition("Running", CREATED)),
         ),
     )
     result = transition(s, ev.OutOfSync(), NOW)

@@ -49,6 +49,20 @@ def test_podgroups_are_counted_per_queue_and_phase_at_scrape_time() -> None:
     assert counted("running", "idle") == 0  # a known queue without PodGroups shows zeros
 
 
+def test_only_the_replica_that_reports_counts_so_a_sum_over_replicas_counts_each_podgroup_once() -> None:
+    cluster = Objects(Queue=[{"metadata": {"name": "team"}}], PodGroup=[podgroup("team", "Running")])
+    # Every replica caches the whole cluster; the one holding the cluster-scoped shard reports.
+    holds_cluster_shard = [False, True, False]
+    summed = 0.0
+    for holds in holds_cluster_shard:
+        count_podgroups_of(cluster, reports=lambda holds=holds: holds)  # type: ignore[misc]
+        summed += counted("running", "team") or 0
+        assert counted("running", "team") == (1 if holds else None)
+    assert summed == 1
+    count_podgroups_of(cluster)  # one replica, no shards to ask about: it always reports
+    assert counted("running", "team") == 1
+
+
 def test_completed_and_failed_jobs_are_counted_by_name_and_queue() -> None:
     labels = {"job_name": "ns/train", "queue_name": "team"}
     before = REGISTRY.get_sample_value("volcano_job_completed_phase_count", labels) or 0

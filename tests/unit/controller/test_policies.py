@@ -9,11 +9,11 @@ import pytest
 
 from services.controller.core import events as ev
 from services.controller.core.effects import CancelTimer, RecordEvent, ScheduleTimer
-from services.controller.core.jobstate import DelayedAction, JobState, TaskSpec
+from services.controller.core.jobstate import DelayedAction, ObservedJob, ObservedTaskSpec
 from services.controller.core.lifecycle import transition
 from services.controller.core.policies import (
-    Decision,
     Policy,
+    ResolvedAction,
     format_go_duration,
     parse_go_duration,
     resolve_policy,
@@ -34,67 +34,67 @@ CASES = [
     (
         "command-action-wins",
         {"commanded_action": "AbortJob", "event": "PodFailed", "job_policies": [RESTART]},
-        Decision("AbortJob"),
+        ResolvedAction("AbortJob"),
     ),
     (
         "internal-OutOfSync-syncs",
         {"event": "OutOfSync", "job_policies": [ABORT_ANY]},
-        Decision("SyncJob"),
+        ResolvedAction("SyncJob"),
     ),
     (
         "internal-PodRunning-syncs",
         {"event": "PodRunning", "job_policies": [ABORT_ANY]},
-        Decision("SyncJob"),
+        ResolvedAction("SyncJob"),
     ),
     (
         "internal-CommandIssued-syncs",
         {"event": "CommandIssued", "job_policies": [ABORT_ANY]},
-        Decision("SyncJob"),
+        ResolvedAction("SyncJob"),
     ),
     (
         "stale-request-syncs",
         {"event": "PodFailed", "stale": True, "job_policies": [RESTART]},
-        Decision("SyncJob"),
+        ResolvedAction("SyncJob"),
     ),
     (
         "task-before-job",
         {"event": "PodFailed", "task_policies": [EVICT_OR_FAIL], "job_policies": [RESTART]},
-        Decision("RestartTask"),
+        ResolvedAction("RestartTask"),
     ),
     (
         "first-match-wins",
         {"event": "PodFailed", "job_policies": [RESTART, ABORT_ANY]},
-        Decision("RestartJob"),
+        ResolvedAction("RestartJob"),
     ),
     (
         "events-list",
         {"event": "PodEvicted", "job_policies": [EVICT_OR_FAIL]},
-        Decision("RestartTask"),
+        ResolvedAction("RestartTask"),
     ),
     (
         "star-matches-any",
         {"event": "TaskCompleted", "job_policies": [ABORT_ANY]},
-        Decision("AbortJob"),
+        ResolvedAction("AbortJob"),
     ),
     (
         "pending-needs-timeout",
         {"event": "PodPending", "job_policies": [PENDING_NO_TIMEOUT]},
-        Decision("SyncJob"),
+        ResolvedAction("SyncJob"),
     ),
     (
         "star-does-not-catch-pending-without-timeout",
         {"event": "PodPending", "job_policies": [ABORT_ANY]},
-        Decision("SyncJob"),
+        ResolvedAction("SyncJob"),
     ),
     (
         "pending-with-timeout-delays",
         {"event": "PodPending", "job_policies": [PENDING_TIMEOUT]},
-        Decision("RestartPod", timedelta(minutes=5)),
+        ResolvedAction("RestartPod", timedelta(minutes=5)),
     ),
     (
         "exit-code-matches",
         {"event": "PodFailed", "exit_code": 3, "job_policies": [EXIT_3]},
-        Decision("TerminateJob"),
+        ResolvedAction("TerminateJob"),
     ),
     (
         "exit-code-mismatch-falls-through",
@@ -104,19 +104,19 @@ CASES = [
             "task_policies": [EXIT_3],
             "job_policies": [RESTART],
         },
-        Decision("RestartJob"),
+        ResolvedAction("RestartJob"),
     ),
-    ("no-match-syncs", {"event": "PodEvicted", "job_policies": [RESTART]}, Decision("SyncJob")),
+    ("no-match-syncs", {"event": "PodEvicted", "job_policies": [RESTART]}, ResolvedAction("SyncJob")),
     (
         "unknown-event",
         {"event": "Unknown", "job_policies": [Policy("RestartJob", frozenset({"Unknown"}))]},
-        Decision("RestartJob"),
+        ResolvedAction("RestartJob"),
     ),
 ]
 
 
 @pytest.mark.parametrize(("kwargs", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_resolve_policy(kwargs: dict[str, Any], expected: Decision) -> None:
+def test_resolve_policy(kwargs: dict[str, Any], expected: ResolvedAction) -> None:
     defaults: dict[str, Any] = {"exit_code": 0, "task_policies": [], "job_policies": []}
     assert resolve_policy(**{**defaults, **kwargs}) == expected
 
@@ -166,7 +166,7 @@ def test_stored_policy_with_bad_timeout_acts_without_delay() -> None:
 FAILED_0 = ev.PodFailed("job-worker-0", "worker", pod_uid="uid-worker-0", exit_code=1)
 
 
-def _running(**kwargs: Any) -> JobState:
+def _running(**kwargs: Any) -> ObservedJob:
     return state("Running", pod_list=pods("worker", "Failed", "Running", "Running"), **kwargs)
 
 
@@ -291,7 +291,7 @@ def test_executed_action_cancels_superseded_timers(action: str, target_pod: str,
     policy = Policy(action, frozenset({"PodFailed"}))
     s = state(
         "Running",
-        tasks=(TaskSpec("ps", 2, 2), TaskSpec("worker", 4, 4)),
+        tasks=(ObservedTaskSpec("ps", 2, 2), ObservedTaskSpec("worker", 4, 4)),
         pod_list=(
             *pods("ps", "Running", "Running"),
             *pods("worker", "Failed", "Running", "Running", "Running"),

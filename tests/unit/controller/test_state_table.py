@@ -9,7 +9,7 @@ import pytest
 
 from services.controller.core import events as ev
 from services.controller.core.effects import DeletePodGroup, DeletePods, UpdateJobStatus
-from services.controller.core.jobstate import PodView, TaskSpec
+from services.controller.core.jobstate import ObservedTaskSpec, PodView
 from services.controller.core.lifecycle import execute, transition
 from services.controller.core.policies import Policy
 from services.controller.core.reconcile import Outcome, Target
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 WORKER = Target("task", task="worker")
 WHOLE_JOB = Target("task")
 MIXED = (*pods("worker", "Running", "Succeeded", "Failed"),)
-TWO_TASKS = (TaskSpec("ps", 1, min_available=1), TaskSpec("worker", 2, min_available=2))
+TWO_TASKS = (ObservedTaskSpec("ps", 1, min_available=1), ObservedTaskSpec("worker", 2, min_available=2))
 TWO_TASK_PODS = (*pods("ps", "Running"), *pods("worker", "Running", "Running"))
 
 
@@ -144,7 +144,7 @@ ROWS = [
         "SyncJob",
         "Running",
         pod_list=(),
-        kwargs={"tasks": (TaskSpec("worker", 0, min_available=0),), "min_available": 0},
+        kwargs={"tasks": (ObservedTaskSpec("worker", 0, min_available=0),), "min_available": 0},
     ),
     Row(
         "Running-minSuccess-reached",
@@ -170,7 +170,7 @@ ROWS = [
         kwargs={
             "min_success": 2,
             "min_available": 1,
-            "tasks": (TaskSpec("worker", 3, min_available=1),),
+            "tasks": (ObservedTaskSpec("worker", 3, min_available=1),),
         },
     ),
     Row(
@@ -179,7 +179,7 @@ ROWS = [
         "SyncJob",
         "Completed",
         pod_list=pods("worker", "Succeeded", "Succeeded", "Failed"),
-        kwargs={"min_available": 2, "tasks": (TaskSpec("worker", 3, min_available=2),)},
+        kwargs={"min_available": 2, "tasks": (ObservedTaskSpec("worker", 3, min_available=2),)},
     ),
     Row(
         "Running-all-done-too-few-succeeded",
@@ -187,7 +187,7 @@ ROWS = [
         "SyncJob",
         "Failed",
         pod_list=pods("worker", "Succeeded", "Failed", "Failed"),
-        kwargs={"min_available": 2, "tasks": (TaskSpec("worker", 3, min_available=2),)},
+        kwargs={"min_available": 2, "tasks": (ObservedTaskSpec("worker", 3, min_available=2),)},
     ),
     Row(
         "Running-job-minAvailable-below-tasks-uses-it",
@@ -195,7 +195,7 @@ ROWS = [
         "SyncJob",
         "Completed",
         pod_list=pods("worker", "Succeeded", "Failed", "Failed"),
-        kwargs={"min_available": 1, "tasks": (TaskSpec("worker", 3, min_available=3),)},
+        kwargs={"min_available": 1, "tasks": (ObservedTaskSpec("worker", 3, min_available=3),)},
     ),
     Row(
         "Running-too-many-pending-back-to-Pending",
@@ -203,7 +203,7 @@ ROWS = [
         "SyncJob",
         "Pending",
         pod_list=pods("worker", "Running", "Pending", "Pending"),
-        kwargs={"min_available": 2, "tasks": (TaskSpec("worker", 3, min_available=2),)},
+        kwargs={"min_available": 2, "tasks": (ObservedTaskSpec("worker", 3, min_available=2),)},
     ),
     Row(
         "Running-stays",

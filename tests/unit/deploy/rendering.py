@@ -71,13 +71,21 @@ def only(objects: list[Manifest], kind: str) -> Manifest:
     return found[0]
 
 
+def workload(objects: list[Manifest]) -> Manifest:
+    """The chart's one Deployment, or its StatefulSet (the controller with more than one replica)."""
+    found = [obj for obj in objects if obj["kind"] in ("Deployment", "StatefulSet")]
+    named = [(o["kind"], o["metadata"]["name"]) for o in found]
+    assert len(found) == 1, f"expected one workload, got {named}"
+    return found[0]
+
+
 def container(objects: list[Manifest]) -> Manifest:
-    """The single container of the chart's Deployment."""
-    containers = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    """The single container of the chart's Deployment or StatefulSet."""
+    containers = workload(objects)["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
     return containers[0]  # type: ignore[no-any-return]
 
 
 def env_of(objects: list[Manifest]) -> dict[str, dict[str, Any]]:
-    """The Deployment container's environment, by variable name."""
+    """The workload's container's environment, by variable name."""
     return {item["name"]: item for item in container(objects).get("env", [])}

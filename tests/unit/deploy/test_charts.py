@@ -328,10 +328,38 @@ def test_admission_generates_its_certificate_unless_given_a_secret() -> None:
 
 
 def test_admission_refuses_replicas_that_would_fight_over_their_certificates() -> None:
-    with pytest.raises(helm.HelmRenderError, match=r"tls\.existingSecret"):
-        render("phalanx-admission", {"replicas": 2})
+    with pytest.raises(helm.HelmRenderError, match=r"tls\.managedSecret"):
+        render("phalanx-admission", {"replicas": 2, "tls": {"managedSecret": False}})
     shared_secret = {"replicas": 2, "tls": {"existingSecret": "admission-certs"}}
     assert only(render("phalanx-admission", shared_secret), "Deployment")["spec"]["replicas"] == 2
+
+
+def test_admission_replicas_share_a_managed_secret_that_only_they_may_change() -> None:
+    objects = render("phalanx-admission", {"replicas": 3})
+    assert only(objects, "Deployment")["spec"]["replicas"] == 3
+    env = env_of(objects)
+    secret = env["ADMISSION_CERT_SECRET"]["value"]
+    assert env["ADMISSION_CERT_SECRET_NAMESPACE"]["value"] == NAMESPACE
+    role = next(r for r in of_kind(objects, "Role") if r["metadata"]["name"].endswith("-tls"))
+    assert role["metadata"]["namespace"] == NAMESPACE
+    by_verbs = {tuple(rule["verbs"]): rule.get("resourceNames") for rule in role["rules"]}
+    assert by_verbs == {("create",): None, ("get", "update"): [secret]}
+    bindings = of_kind(objects, "RoleBinding")
+    [binding] = [b for b in bindings if b["roleRef"]["name"] == role["metadata"]["name"]]
+    assert (
+        binding["subjects"][0]["name"]
+        == only(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    )
+    # A supplied Secret replaces the managed one: no Secret to write, so no right to write one.
+    supplied = render("phalanx-admission", {"replicas": 3, "tls": {"existingSecret": "admission-certs"}})
+    assert "ADMISSION_CERT_SECRET" not in env_of(supplied)
+    assert not of_kind(supplied, "Role")
+
+
+def test_the_streams_hook_asks_for_the_replicas_given() -> None:
+    hook = job_named(render("phalanx-scheduler", {"bootstrap": {"streamReplicas": 3}}), "-streams")
+    env = {e["name"]: e.get("value") for e in hook["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["PHALANX_NATS__STREAM_REPLICAS"] == "3"
 
 
 def job_named(objects: list[dict[str, Any]], suffix: str) -> dict[str, Any]:

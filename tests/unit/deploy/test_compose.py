@@ -137,8 +137,11 @@ def test_service_runs_its_module_with_its_own_settings_prefix(name: str) -> None
     assert service["command"] == ["python", "-m", f"services.{name}"]
     prefix = name.upper() + "_"
     assert all(variable.startswith(prefix) for variable in service["environment"])
-    assert service["environment"][f"{prefix}NATS__URL"] == "tls://nats:4222"
-    assert "@postgres:5432/" in service["environment"][f"{prefix}POSTGRES__URL"]
+    # The bundled servers by default; a NATS cluster or a PostgreSQL with replicas by variable.
+    nats_url = service["environment"][f"{prefix}NATS__URL"]
+    assert nats_url == "${PHALANX_NATS_SERVERS:-tls://nats:4222}"
+    postgres_url = service["environment"][f"{prefix}POSTGRES__URL"]
+    assert "@${PHALANX_POSTGRES_LOCATION:-postgres:5432/phalanx}" in postgres_url
 
 
 @pytest.mark.parametrize("name", SERVICES)

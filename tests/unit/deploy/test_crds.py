@@ -1,4 +1,4 @@
-"""The phalanx-crds chart defines Volcano's four custom resources as Volcano serves them.
+"""The phalanx-crds chart defines Volcano's five custom resources as Volcano serves them.
 
 Names, short names, scope, versions, status subresources and printer columns are Volcano's (so
 `kubectl get vcjob` and `kubectl get pg` read the same); the schemas are structural, which the API
@@ -35,6 +35,10 @@ VOLCANO = {
         "bus.volcano.sh", "v1alpha1", "Command", "Namespaced", [], False,
         ["ACTION", "TARGET", "AGE"],
     ),
+    "hypernodes.topology.volcano.sh": (
+        "topology.volcano.sh", "v1alpha1", "HyperNode", "Cluster", ["hn"], True,
+        ["Tier", "TierName", "NodeCount", "Age"],
+    ),
 }  # fmt: skip
 
 
@@ -46,7 +50,7 @@ def schema_of(name: str) -> dict[str, Any]:
     return crds()[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
 
 
-def test_the_chart_holds_exactly_volcanos_four_crds() -> None:
+def test_the_chart_holds_exactly_volcanos_five_crds() -> None:
     objects = render("phalanx-crds")
     assert {obj["kind"] for obj in objects} == {"CustomResourceDefinition"}
     assert sorted(crds()) == sorted(VOLCANO)

@@ -50,12 +50,14 @@ def expand(namespace: str, group: str, resources: str, verbs: tuple[str, ...]) -
 WATCHER = (
     expand(CLUSTER, "", "nodes pods persistentvolumes persistentvolumeclaims", READ)
     | expand(CLUSTER, "storage.k8s.io", "storageclasses", READ)
+    | expand(CLUSTER, "resource.k8s.io", "deviceclasses resourceclaims resourceslices", READ)
     | expand(CLUSTER, "scheduling.k8s.io", "priorityclasses", READ)
     | expand(CLUSTER, "apps", "replicasets statefulsets", READ)
     | expand(CLUSTER, "policy", "poddisruptionbudgets", READ)
     | expand(CLUSTER, "batch.volcano.sh", "jobs", READ)
     | expand(CLUSTER, "scheduling.volcano.sh", "podgroups queues", READ)
     | expand(CLUSTER, "bus.volcano.sh", "commands", READ)
+    | expand(CLUSTER, "topology.volcano.sh", "hypernodes", READ)
     | expand("volcano-system", "", "configmaps", READ)
 )
 
@@ -63,6 +65,8 @@ CONTROLLER = (
     expand(CLUSTER, "", "pods services configmaps secrets persistentvolumeclaims", WRITE)
     | expand(CLUSTER, "", "pods/binding pods/eviction", ("create",))
     | expand(CLUSTER, "networking.k8s.io", "networkpolicies", WRITE)
+    | expand(CLUSTER, "resource.k8s.io", "resourceclaims", ("get",))
+    | expand(CLUSTER, "resource.k8s.io", "resourceclaims/status", ("get", "update", "patch"))
     | expand(CLUSTER, "", "events", ("create", "patch"))
     | expand(CLUSTER, "events.k8s.io", "events", ("create", "patch"))
     | expand(CLUSTER, "scheduling.volcano.sh", "podgroups", WRITE)
@@ -79,6 +83,9 @@ CONTROLLER = (
     | expand(CLUSTER, "batch.volcano.sh", "jobs/status", ("get", "update", "patch"))
     | expand(CLUSTER, "batch.volcano.sh", "jobs/finalizers", ("update",))
     | expand(CLUSTER, "bus.volcano.sh", "commands", ("get", "list", "delete"))
+    | expand(CLUSTER, "", "nodes", ("get", "list"))
+    | expand(CLUSTER, "topology.volcano.sh", "hypernodes", WRITE)
+    | expand(CLUSTER, "topology.volcano.sh", "hypernodes/status", ("get", "update", "patch"))
 )
 
 # The console reads a Job's tasks and its PodGroup's conditions, one object at a time.
@@ -96,6 +103,10 @@ ADMISSION = (
         for resource in WEBHOOK_CONFIGURATIONS.split()
         for verb in ("get", "update", "patch")
     }
+    # The Secret its replicas share their certificate through (values tls.managedSecret), in its
+    # own namespace: made once, then read and renewed by name only.
+    | {(NAMESPACE, "", "secrets", "create", ())}
+    | {(NAMESPACE, "", "secrets", verb, ("phalanx-admission-tls",)) for verb in ("get", "update")}
 )
 
 EXPECTED = {

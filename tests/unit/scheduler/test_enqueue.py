@@ -8,11 +8,12 @@ queue and every ancestor whatever the plugins, and Closed and Closing queues adm
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from services.scheduler.core import GangInfo, parse_conf
+from services.scheduler.core import GangInfo, parse_conf, plan_cycle
 from services.scheduler.core.config import parse_duration
 from tests.unit.scheduler.builders import (
     bound_gangs,
@@ -24,6 +25,7 @@ from tests.unit.scheduler.builders import (
     request,
     res,
     running,
+    snapshot,
 )
 
 pytestmark = pytest.mark.unit
@@ -186,3 +188,15 @@ def test_gang_back_in_pending_after_losing_a_member_counts_only_what_it_lacks() 
     result = plan([node("node-0", cpu="8", memory="16Gi")], [lost_one], [RAY_QUEUE])
     assert result.enqueued == ("ray-0",)
     assert bound_gangs(result) == ["ray-0"]
+
+
+def test_a_plain_pods_podgroup_waits_for_its_pod_then_is_admitted_and_placed_at_once() -> None:
+    empty = gang("podgroup-u1", tasks=[], phase="Pending")
+    waiting = replace(snapshot([node("n1")], [empty]), unjoined=frozenset({empty.uid}))
+    held = plan_cycle(waiting)
+    assert held.enqueued == ()  # nothing decided
+    assert held.verdicts == ()  # nothing said
+
+    joined = plan_cycle(snapshot([node("n1")], [gang("podgroup-u1", 1, phase="Pending")]))
+    assert joined.enqueued == (empty.uid,)
+    assert [b.gang_uid for b in joined.binds] == [empty.uid]

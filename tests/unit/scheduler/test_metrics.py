@@ -116,3 +116,30 @@ def test_a_bound_job_gets_volcanos_per_job_gauges_until_it_is_gone() -> None:
     metrics.record(plan(nodes, [], queues), snapshot(nodes, [], queues), took_seconds=0.01, now=later)
     assert value("volcano_e2e_job_scheduling_duration", **labels) is None
     assert value("volcano_e2e_job_scheduling_last_time", **labels) is None
+
+
+def test_a_waiting_job_shows_its_predicted_start_until_it_starts() -> None:
+    from dataclasses import replace
+
+    from services.scheduler.core import parse_conf
+
+    conf = parse_conf(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}]\n'
+        "configurations:\n- name: backfill\n  arguments: {reservation: backfill}\n"
+    )
+    nodes = [node("n1", cpu="4")]
+    estimate = {"phalanx.io/expected-runtime": "60s"}
+    busy = running(gang("busy", 1, request("4"), annotations=estimate), ["n1"])
+    busy = replace(busy, tasks=tuple(replace(t, started=NOW - timedelta(seconds=20)) for t in busy.tasks))
+    waiting = gang("next", 1, request("4"), annotations=estimate)
+    metrics = CycleMetrics()
+    metrics.record(
+        plan(nodes, [busy, waiting], conf=conf), snapshot(nodes, [busy, waiting]), took_seconds=0.01, now=NOW
+    )
+
+    labels = {"job_name": "next", "queue": "default", "job_namespace": "default"}
+    assert value("phalanx_job_predicted_start_time", **labels) == (NOW + timedelta(seconds=40)).timestamp()
+    assert value("phalanx_scheduler_reserved_gangs") == 1
+    metrics.record(plan(nodes, [waiting], conf=conf), snapshot(nodes, [waiting]), took_seconds=0.01, now=NOW)
+    assert value("phalanx_job_predicted_start_time", **labels) is None
+    assert value("phalanx_scheduler_reserved_gangs") == 0

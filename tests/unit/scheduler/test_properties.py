@@ -46,6 +46,19 @@ CONFS = [
         "tiers:\n- plugins: [{name: priority}, {name: gang}]\n"
         "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]"
     ),
+    # Reservation backfill (docs/backfill.md): the same invariants hold around reservations.
+    parse_conf(
+        'actions: "enqueue, allocate, backfill"\n'
+        "tiers:\n- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
+        "- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]\n"
+        "configurations:\n- name: backfill\n  arguments: {reservation: backfill, defaultRuntime: 1h}"
+    ),
+    parse_conf(
+        'actions: "enqueue, allocate, backfill"\n'
+        "tiers:\n- plugins: [{name: priority}, {name: gang}]\n"
+        "- plugins: [{name: predicates}, {name: capacity}]\n"
+        "configurations:\n- name: backfill\n  arguments: {reservation: strict}"
+    ),
 ]
 GPU = "nvidia.com/gpu"
 HELD = ("Bound", "Running")

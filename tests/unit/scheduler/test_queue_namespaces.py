@@ -10,7 +10,8 @@ import dataclasses
 
 import pytest
 
-from shared.volcano.queue_access import ALLOWED_NAMESPACES, QUEUE_FORBIDS_NAMESPACE
+from shared.volcano.keys import ALLOWED_NAMESPACES
+from shared.volcano.queue_access import QUEUE_FORBIDS_NAMESPACE
 from tests.unit.scheduler.builders import gang, node, placed, plan, queue
 
 pytestmark = pytest.mark.unit

@@ -20,7 +20,7 @@ def test_cloudevent_structured_json_round_trip() -> None:
         gang_uid="g",
         namespace="default",
         podgroup="j1-abc",
-        binds=(decisions.Bind(uid="p", namespace="default", name="j1-w-0", node="node-1"),),
+        binds=(decisions.PodBinding(uid="p", namespace="default", name="j1-w-0", node="node-1"),),
     )
     event = new_event(data, source="phalanx/scheduler", subject="default/j1-abc")
     document = orjson.loads(event.to_bytes())

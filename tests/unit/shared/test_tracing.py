@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from shared import tracing
 from shared.messages.cluster import ObjectChanged
 from shared.messages.envelope import decode, new_event
+from shared.volcano.keys import TRACEPARENT
 
 pytestmark = pytest.mark.unit
 
@@ -36,9 +37,9 @@ def test_only_a_w3c_version_00_context_with_nonzero_ids_is_valid() -> None:
 
 
 def test_an_objects_context_is_read_from_its_annotation() -> None:
-    annotated = {"metadata": {"annotations": {tracing.TRACEPARENT_ANNOTATION: CONTEXT}}}
+    annotated = {"metadata": {"annotations": {TRACEPARENT: CONTEXT}}}
     assert tracing.from_object(annotated) == CONTEXT
-    assert tracing.from_object({"metadata": {"annotations": {tracing.TRACEPARENT_ANNOTATION: "x"}}}) is None
+    assert tracing.from_object({"metadata": {"annotations": {TRACEPARENT: "x"}}}) is None
     assert tracing.from_object({"metadata": {}}) is None
     assert tracing.from_object({"metadata": {"annotations": None}}) is None
 

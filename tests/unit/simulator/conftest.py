@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.simulator.cluster import Cluster, build_cluster
-from services.simulator.nodes import NodeSpec
+from services.simulator.app import build
+from services.simulator.cluster import Cluster
+from services.simulator.kubelets.nodes import NodeSpec
 from services.simulator.settings import SimulatorSettings
 
 
@@ -20,6 +22,19 @@ class FakeClock:
 
     def __call__(self) -> datetime:
         return self.now
+
+
+@dataclass
+class _ClockPort:
+    """The simulator's `Clock` port over a `FakeClock` (the wall clock's seconds stay real)."""
+
+    fake: FakeClock
+
+    def now(self) -> datetime:
+        return self.fake.now
+
+    def monotonic(self) -> float:
+        return time.monotonic()
 
 
 @dataclass
@@ -66,10 +81,10 @@ def make_cluster(nodes: list[NodeSpec] | None = None, **settings: object) -> Sim
     clock = FakeClock()
     timers = FakeTimers(clock)
     options = {"kubelet_start_delay": 1.0, **settings}
-    cluster = build_cluster(
+    cluster = build(
         SimulatorSettings(**options),  # type: ignore[arg-type]
-        timers,
-        clock=clock,
+        timers=timers,
+        clock=_ClockPort(clock),
         nodes=nodes if nodes is not None else [NodeSpec("node-0", cpu="4", memory="8Gi")],
     )
     return SimulatedCluster(cluster, clock, timers)

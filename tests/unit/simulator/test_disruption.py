@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from services.simulator.disruption import budget_status, eviction_verdict
-from services.simulator.errors import ApiError
+from services.simulator.admission.disruption import budget_status, eviction_verdict
+from services.simulator.store.errors import ApiError
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

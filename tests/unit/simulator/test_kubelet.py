@@ -4,11 +4,11 @@ from typing import Any
 
 import pytest
 
-from services.simulator.errors import ApiError
-from services.simulator.kinds import NODES, PODS
-from services.simulator.nodes import NodeSpec
-from services.simulator.pod_status import EXIT_CODE, RUN_SECONDS
-from services.simulator.store import Store
+from services.simulator.kubelets.nodes import NodeSpec
+from services.simulator.kubelets.pod_status import EXIT_CODE, RUN_SECONDS
+from services.simulator.store.api_resources import NODES, PODS
+from services.simulator.store.errors import ApiError
+from services.simulator.store.store import Store
 from tests.unit.simulator.conftest import SimulatedCluster, make_cluster
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""Server-side apply's field ownership, without HTTP (services/simulator/managed_fields.py)."""
+"""Server-side apply's field ownership, without HTTP (services/simulator/admission/managed_fields.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from services.simulator import managed_fields as mf
-from services.simulator.errors import ApiError
+from services.simulator.admission import managed_fields as mf
+from services.simulator.store.errors import ApiError
 
 pytestmark = pytest.mark.unit
 NOW = "2026-01-01T00:00:00Z"

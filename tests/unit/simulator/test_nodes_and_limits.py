@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from services.simulator.nodes import NodeFileError, parse_node_entries
-from services.simulator.pod_status import admit
-from services.simulator.ratelimit import TokenBucket
+from services.simulator.admission.ratelimit import TokenBucket
+from services.simulator.kubelets.nodes import NodeFileError, parse_node_entries
+from services.simulator.kubelets.pod_status import admit
 from shared.domain.resources import Resources
 
 pytestmark = pytest.mark.unit

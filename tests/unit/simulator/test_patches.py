@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.simulator.errors import ApiError
-from services.simulator.patches import apply_patch, json_patch, merge_patch, strategic_merge_patch
+from services.simulator.admission.patches import apply_patch, json_patch, merge_patch, strategic_merge_patch
+from services.simulator.store.errors import ApiError
 
 pytestmark = pytest.mark.unit
 

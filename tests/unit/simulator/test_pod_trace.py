@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from phalanx.chaos.oracle import examine
-from services.simulator import control
-from services.simulator.kinds import BY_PATH, PODS
-from services.simulator.pod_status import RUN_SECONDS
+from services.simulator.api import control_api
+from services.simulator.kubelets.pod_status import RUN_SECONDS
+from services.simulator.store.api_resources import BY_PATH, PODS
 from tests.unit.simulator.conftest import SimulatedCluster
 from tests.unit.simulator.test_kubelet import bind, pod
 
@@ -27,7 +27,7 @@ def test_creation_bind_phases_and_deletion_are_recorded_but_not_other_updates(si
     bind(store, "p")
     sim.timers.advance(10)
     store.delete(PODS, "default", "p")
-    records = asyncio.run(control.handle(sim.cluster, "GET", ["audit", "trace"], None))[1]["records"]
+    records = asyncio.run(control_api.handle(sim.cluster, "GET", ["audit", "trace"], None))[1]["records"]
     assert [(r["type"], r["node"], r["phase"]) for r in records] == [
         ("ADDED", "", "Pending"),
         ("MODIFIED", "node-0", "Pending"),
@@ -44,7 +44,7 @@ def test_creation_bind_phases_and_deletion_are_recorded_but_not_other_updates(si
         min_member={"default/pg": 1},
     )
     assert verdict.ok, verdict.violations
-    asyncio.run(control.handle(sim.cluster, "DELETE", ["audit"], None))
+    asyncio.run(control_api.handle(sim.cluster, "DELETE", ["audit"], None))
     assert sim.cluster.trace.records == []
 
 
@@ -58,6 +58,6 @@ def test_a_pod_groups_min_member_and_queue_outlive_the_group(sim: SimulatedClust
     }
     store.create(PODGROUPS, group, "default")
     store.delete(PODGROUPS, "default", "pg")
-    answer = asyncio.run(control.handle(sim.cluster, "GET", ["audit", "trace"], None))[1]
+    answer = asyncio.run(control_api.handle(sim.cluster, "GET", ["audit", "trace"], None))[1]
     assert answer["minMember"] == {"default/pg": 3}
     assert answer["queue"] == {"default/pg": "capped"}

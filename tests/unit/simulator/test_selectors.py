@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.simulator.errors import ApiError
-from services.simulator.selectors import (
+from services.simulator.store.errors import ApiError
+from services.simulator.store.selectors import (
     from_label_selector_object,
     parse_field_selector,
     parse_label_selector,

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from services.simulator.kinds import PODGROUPS, PODS, SERVICES, Kind
-from services.simulator.kuberay import RayClusterOperator, desired_workers, gang_size
-from services.simulator.standin import controller_uid
-from services.simulator.training_operator import TrainingOperator, min_resources
-from services.simulator.workloads import ReplicaSetController, StatefulSetController
+from services.simulator.control.kuberay import RayClusterOperator, desired_workers, gang_size
+from services.simulator.control.standin import controller_uid
+from services.simulator.control.training_operator import TrainingOperator, min_resources
+from services.simulator.control.workloads import ReplicaSetController, StatefulSetController
+from services.simulator.store.api_resources import PODGROUPS, PODS, SERVICES, Kind
 from shared.domain.resources import Resources
 
 pytestmark = pytest.mark.unit

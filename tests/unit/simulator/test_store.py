@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
-from services.simulator.errors import ApiError
-from services.simulator.history import WatchEvent
-from services.simulator.kinds import BY_KIND_NAME, NAMESPACES, PODS
-from services.simulator.store import Store
+from services.simulator.store.api_resources import BY_KIND_NAME, NAMESPACES, PODS
+from services.simulator.store.errors import ApiError
+from services.simulator.store.history import WatchEvent
+from services.simulator.store.store import Store
 from tests.unit.simulator.conftest import FakeClock
 
 pytestmark = pytest.mark.unit
@@ -128,6 +128,29 @@ def test_deleting_a_job_collects_its_pods_and_podgroup(store: Store) -> None:
     store.delete(JOBS, "default", "j1")
     assert [p["metadata"]["name"] for p in store.iterate(PODS)] == ["unrelated"]
     assert list(store.iterate(PODGROUPS)) == []
+
+
+def test_a_pod_created_for_a_job_already_deleted_is_collected(store: Store) -> None:
+    # A controller that has not yet seen the job's deletion creates a pod for it: the garbage
+    # collector finds every owner absent and collects the pod, as it would sweep with the job.
+    job = store.create(JOBS, {"metadata": {"name": "j1"}, "spec": {"tasks": []}}, "default")
+    store.delete(JOBS, "default", "j1")
+    events: list[WatchEvent] = []
+    store.subscribe(PODS, events.append)
+    created = store.create(PODS, pod("j1-worker-0", ownerReferences=owned_by(job)), "default")
+    assert created["metadata"]["name"] == "j1-worker-0"  # the create itself succeeds
+    assert store.find(PODS, "default", "j1-worker-0") is None
+    assert [e.type for e in events] == ["ADDED", "DELETED"]
+
+
+def test_a_reference_to_a_deleted_owner_beside_a_live_one_is_dropped(store: Store) -> None:
+    gone = store.create(JOBS, {"metadata": {"name": "gone"}}, "default")
+    kept = store.create(JOBS, {"metadata": {"name": "kept"}}, "default")
+    store.delete(JOBS, "default", "gone")
+    references = [*owned_by(gone), {**owned_by(kept)[0], "controller": False}]
+    store.create(PODS, pod("p", ownerReferences=references), "default")
+    remaining = store.get(PODS, "default", "p")["metadata"]["ownerReferences"]
+    assert [r["uid"] for r in remaining] == [kept["metadata"]["uid"]]
 
 
 def test_orphan_propagation_keeps_dependents_without_the_reference(store: Store) -> None:

@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
-from services.simulator.kinds import BY_KIND_NAME, PODS, Kind
-from services.simulator.webhook_rules import AdmissionAttributes, matching_webhooks, review_request
+from services.admission import registration
+from services.simulator.admission.webhook_rules import AdmissionAttributes, matching_webhooks, review_request
+from services.simulator.store.api_resources import BY_KIND_NAME, PODS, Kind
 
 pytestmark = pytest.mark.unit
 
@@ -36,6 +37,13 @@ def configuration(**webhook: Any) -> dict[str, Any]:
                 **webhook,
             }
         ],
+    }
+
+
+def core_rule(resource: str) -> dict[str, Any]:
+    """A webhook with one rule: every operation on `resource` of the core API group."""
+    return {
+        "rules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": [resource]}]
     }
 
 
@@ -99,6 +107,41 @@ def configuration(**webhook: Any) -> dict[str, Any]:
             request(QUEUES),
             True,
         ),
+        (
+            core_rule("pods/*"),
+            request(PODS, subresource="binding"),
+            True,
+        ),
+        (core_rule("pods/*"), request(PODS), True),
+        (
+            core_rule("*/status"),
+            request(PODS, "UPDATE", subresource="status"),
+            True,
+        ),
+        (
+            core_rule("*/status"),
+            request(PODS, "UPDATE"),
+            False,
+        ),
+        (
+            core_rule("pods"),
+            request(PODS, subresource="binding"),
+            False,
+        ),
+        (
+            {
+                "rules": [
+                    {
+                        "operations": ["*"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["pods/status"],
+                    }
+                ]
+            },
+            request(PODS, subresource="binding"),
+            False,
+        ),
         ({"namespaceSelector": {"matchLabels": {"team": "a"}}}, request(JOBS), True),
         ({"namespaceSelector": {"matchLabels": {"team": "b"}}}, request(JOBS), False),
         ({"objectSelector": {"matchLabels": {"app": "x"}}}, request(JOBS, labels={"app": "x"}), True),
@@ -113,6 +156,12 @@ def configuration(**webhook: Any) -> dict[str, Any]:
         "pods-binding",
         "cluster-scope-namespaced-kind",
         "cluster-scope-queue",
+        "resource-all-subresources",
+        "resource-all-subresources-and-itself",
+        "any-resource-status",
+        "subresource-rule-not-main-resource",
+        "main-resource-rule-not-binding",
+        "other-subresource",
         "namespace-selected",
         "namespace-not-selected",
         "object-selected",
@@ -140,3 +189,50 @@ def test_review_request_names_the_resource_and_operation() -> None:
     assert body["resource"] == {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"}
     assert body["kind"]["kind"] == "Job"
     assert (body["operation"], body["namespace"], body["subResource"]) == ("CREATE", "ns", "status")
+
+
+PODGROUPS, EVENTS = BY_KIND_NAME["PodGroup"], BY_KIND_NAME["Event"]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "calls"),
+    [
+        (request(PODS), ["validate-pods"]),  # the user's pod
+        (request(PODS, "UPDATE"), []),  # the controller's annotation PATCH of it
+        (request(PODS, subresource="binding"), []),  # the bind
+        (request(PODS, "UPDATE", subresource="status"), []),  # the kubelet
+        (request(PODGROUPS), ["mutate-podgroups", "validate-podgroups"]),  # its PodGroup
+        (request(PODGROUPS, "UPDATE"), []),  # the PodGroup's status writes
+        (request(JOBS, "UPDATE", subresource="status"), []),  # a Job's status writes
+        (request(JOBS, "UPDATE"), ["validate-jobs"]),  # a user's change to a Job
+        (request(EVENTS), []),  # the Scheduled Event
+    ],
+    ids=[
+        "pod-create",
+        "pod-update",
+        "pod-binding",
+        "pod-status",
+        "podgroup-create",
+        "podgroup-update",
+        "job-status",
+        "job-update",
+        "event-create",
+    ],
+)
+def test_a_pods_writes_call_only_the_webhooks_volcano_registers(
+    attributes: AdmissionAttributes, calls: list[str]
+) -> None:
+    """Phalanx's registration (services/admission/registration.py) through kube-apiserver's
+    matching: a plain pod costs one call for itself and two for its PodGroup, nothing more."""
+    configs = registration.configurations(ca_pem=b"ca", base_url="https://a", service=None, timeout=5)
+    found = [
+        hook.name.split(".")[0]
+        for mutating in (True, False)
+        for hook in matching_webhooks(
+            [c for c in configs if c["kind"].startswith("Mutating") is mutating],
+            attributes,
+            {},
+            mutating=mutating,
+        )
+    ]
+    assert found == calls

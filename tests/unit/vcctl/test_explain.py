@@ -134,3 +134,43 @@ def test_a_running_job_is_said_to_have_nothing_in_its_way() -> None:
         text
         == "Job default/train: Running\nNothing blocks it: the scheduler records no verdict for its gang."
     )
+
+
+def test_a_claim_that_can_never_be_allocated_is_named_with_what_would_help() -> None:
+    never = (
+        'resourceclaim "default/train-gpu-ab12c" can never be allocated: request "gpu" asks for 3 '
+        'device(s) of class "gpu.example.com" that its selectors admit, and the most any node has is 2'
+    )
+    message = f"1/1 tasks in gang unschedulable: pod group is not ready. Origin reason is: {never}"
+    found = explain.blockers(facts(explain.Verdict("DeviceClaimUnsatisfiable", message), gang=gang()))
+    devices = [b for b in found if b.kind == "devices"]
+    assert [b.says for b in devices] == [never]
+    assert "waiting will not help" in devices[0].fix
+
+
+def test_a_network_topology_blocker_is_named_in_the_schedulers_words_instead_of_nodes() -> None:
+    says = (
+        "network topology: no HyperNode of tier 1 or lower has room for the 8 pod(s) the job needs; "
+        "the best, s1 (tier 1), has room for 5"
+    )
+    verdict = explain.Verdict(
+        "NetworkTopologyUnsatisfied",
+        f"8/8 tasks in gang unschedulable: pod group is not ready, 8 Pending. Origin reason is: {says}",
+        fit_errors="0/16 nodes are unavailable: 8 Insufficient cpu.",
+        detail=says,
+    )
+    found = explain.blockers(facts(verdict, gang=gang(), queue=queue(), nodes_total=16, nodes_could_hold=16))
+    assert [b.kind for b in found] == ["topology"]
+    assert found[0].says == says
+    assert "highestTierAllowed" in found[0].fix
+
+
+def test_a_predicted_start_is_said_and_given_to_scripts() -> None:
+    facts = explain.Facts(
+        job="Job default/big",
+        job_phase="Pending",
+        condition=explain.Verdict("Reserved", "4/4 tasks in gang unschedulable: ...; expected to start at x"),
+        predicted_start="2026-11-27T18:30:05Z",
+    )
+    assert "Expected to start at 2026-11-27T18:30:05Z (reservation backfill's plan)." in explain.render(facts)
+    assert explain.as_document(facts)["predicted_start"] == "2026-11-27T18:30:05Z"

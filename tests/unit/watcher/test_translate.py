@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from services.watcher.translate import is_relevant, to_message
+from services.watcher.translate import is_relevant, to_message, view_of
 
 pytestmark = pytest.mark.unit
 
@@ -42,17 +42,24 @@ def pod(
     ids=["ours", "in-a-podgroup", "bound-elsewhere", "another-schedulers-pending"],
 )
 def test_only_pods_that_concern_us_leave_the_cluster(obj: dict, relevant: bool) -> None:
-    assert is_relevant("Pod", obj, SCHEDULERS) is relevant
+    assert is_relevant("Pod", view_of("Pod", obj), SCHEDULERS) is relevant
 
 
-def test_of_the_config_maps_only_volcanos_scheduler_configuration_leaves() -> None:
-    assert is_relevant("ConfigMap", {"metadata": {"name": "volcano-scheduler-configmap"}}, SCHEDULERS)
-    assert not is_relevant("ConfigMap", {"metadata": {"name": "kube-root-ca.crt"}}, SCHEDULERS)
+def test_of_the_config_maps_only_volcanos_scheduler_and_controller_configurations_leave() -> None:
+    assert is_relevant(
+        "ConfigMap", view_of("ConfigMap", {"metadata": {"name": "volcano-scheduler-configmap"}}), SCHEDULERS
+    )
+    assert is_relevant(
+        "ConfigMap", view_of("ConfigMap", {"metadata": {"name": "volcano-controller-configmap"}}), SCHEDULERS
+    )
+    assert not is_relevant(
+        "ConfigMap", view_of("ConfigMap", {"metadata": {"name": "kube-root-ca.crt"}}), SCHEDULERS
+    )
 
 
 def test_a_change_is_published_under_its_object_with_an_id_that_a_rewatch_repeats() -> None:
-    first = to_message("Pod", "MODIFIED", pod(), max_bytes=LIMIT)
-    again = to_message("Pod", "MODIFIED", pod(), max_bytes=LIMIT)
+    first = to_message("Pod", "MODIFIED", view_of("Pod", pod()), max_bytes=LIMIT)
+    again = to_message("Pod", "MODIFIED", view_of("Pod", pod()), max_bytes=LIMIT)
     assert first.subject == "cluster.pod.team%2Ea.p-0"  # dots in names are escaped in subject tokens
     assert first.event_id == again.event_id == "uid-p-0:42:MODIFIED"  # the bus drops the repeat
     assert first.data.object["metadata"]["name"] == "p-0"
@@ -60,13 +67,13 @@ def test_a_change_is_published_under_its_object_with_an_id_that_a_rewatch_repeat
 
 
 def test_a_relist_republishes_under_ids_of_its_own() -> None:
-    relisted = to_message("Pod", "ADDED", pod(), max_bytes=LIMIT, relist_id="r-7")
+    relisted = to_message("Pod", "ADDED", view_of("Pod", pod()), max_bytes=LIMIT, relist_id="r-7")
     assert relisted.event_id == "uid-p-0:42:relist:r-7"
     assert relisted.data.relist_id == "r-7"
 
 
 def test_a_long_annotation_goes_first_when_the_event_is_too_large() -> None:
-    message = to_message("Pod", "ADDED", pod(notes="x" * 2 * LIMIT), max_bytes=LIMIT)
+    message = to_message("Pod", "ADDED", view_of("Pod", pod(notes="x" * 2 * LIMIT)), max_bytes=LIMIT)
     assert len(message.payload) <= LIMIT
     assert message.data.complete
     assert "metadata.annotations[notes]" in message.data.trimmed
@@ -76,7 +83,7 @@ def test_a_long_annotation_goes_first_when_the_event_is_too_large() -> None:
 def test_an_object_still_too_large_is_published_as_a_reference_to_itself() -> None:
     huge = pod()
     huge["spec"]["containers"] = [{"name": f"c{i}", "image": "x" * 1000} for i in range(200)]
-    message = to_message("Pod", "ADDED", huge, max_bytes=LIMIT)
+    message = to_message("Pod", "ADDED", view_of("Pod", huge), max_bytes=LIMIT)
     assert len(message.payload) <= LIMIT
     assert not message.data.complete
     assert message.data.object["metadata"]["uid"] == "uid-p-0"

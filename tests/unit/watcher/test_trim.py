@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.watcher.translate import to_message
+from services.watcher.translate import to_message, view_of
 from services.watcher.trim import LAST_APPLIED
 from shared.volcano.redaction import REDACTED, is_redacted
 
@@ -51,7 +51,7 @@ def pod(*, env_bytes: int = 10, annotation_bytes: int = 0, containers: int = 1) 
 
 
 def test_a_pod_event_carries_no_environment_command_or_managed_fields() -> None:
-    message = to_message("Pod", "ADDED", pod(env_bytes=1_400_000), max_bytes=LIMIT)
+    message = to_message("Pod", "ADDED", view_of("Pod", pod(env_bytes=1_400_000)), max_bytes=LIMIT)
     assert len(message.payload) < 10_000
     assert message.data.complete
     sent = orjson.loads(message.payload)["data"]["object"]
@@ -66,9 +66,9 @@ def test_a_pod_event_carries_no_environment_command_or_managed_fields() -> None:
 
 
 def test_long_annotations_go_only_when_the_event_would_not_fit() -> None:
-    small = to_message("Pod", "ADDED", pod(annotation_bytes=8000), max_bytes=LIMIT)
+    small = to_message("Pod", "ADDED", view_of("Pod", pod(annotation_bytes=8000)), max_bytes=LIMIT)
     assert "note" in small.data.object["metadata"]["annotations"]
-    large = to_message("Pod", "ADDED", pod(annotation_bytes=1_200_000), max_bytes=LIMIT)
+    large = to_message("Pod", "ADDED", view_of("Pod", pod(annotation_bytes=1_200_000)), max_bytes=LIMIT)
     assert len(large.payload) <= LIMIT
     assert large.data.complete
     assert "note" not in large.data.object["metadata"]["annotations"]
@@ -83,7 +83,7 @@ def test_an_object_no_trimming_fits_is_published_as_a_reference() -> None:
         "metadata": {"name": "big", "namespace": "default", "uid": "u-2", "resourceVersion": "9"},
         "spec": {"tasks": [{"name": "t", "template": huge_template}]},
     }
-    message = to_message("Job", "MODIFIED", job, max_bytes=LIMIT)
+    message = to_message("Job", "MODIFIED", view_of("Job", job), max_bytes=LIMIT)
     assert len(message.payload) <= LIMIT
     assert message.data.complete is False
     assert message.data.object["metadata"]["uid"] == "u-2"
@@ -121,7 +121,7 @@ def test_any_object_becomes_one_event_within_the_limit(
         "spec": spec,
         "status": extra,
     }
-    message = to_message(kind, "MODIFIED", obj, max_bytes=limit)
+    message = to_message(kind, "MODIFIED", view_of(kind, obj), max_bytes=limit)
     assert len(message.payload) <= limit
     assert message.event_id == "u:3:MODIFIED"
 
@@ -150,7 +150,7 @@ def secret_job() -> dict[str, Any]:
 
 
 def test_a_job_event_carries_no_literal_environment_value_but_keeps_its_references() -> None:
-    message = to_message("Job", "ADDED", secret_job(), max_bytes=LIMIT)
+    message = to_message("Job", "ADDED", view_of("Job", secret_job()), max_bytes=LIMIT)
     assert b"hunter2" not in message.payload
     sent = orjson.loads(message.payload)["data"]["object"]
     container = sent["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
@@ -164,6 +164,6 @@ def test_a_job_event_carries_no_literal_environment_value_but_keeps_its_referenc
 def test_a_job_without_literal_values_is_not_marked_redacted() -> None:
     job = secret_job()
     job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"].pop(0)
-    message = to_message("Job", "ADDED", job, max_bytes=LIMIT)
+    message = to_message("Job", "ADDED", view_of("Job", job), max_bytes=LIMIT)
     assert not is_redacted(orjson.loads(message.payload)["data"]["object"])
     assert message.data.trimmed == []

@@ -15,6 +15,7 @@ from typing import Any
 from services.controller.core.plugins import env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow
 from services.controller.core.plugins.args import plugin_args
 from services.controller.core.plugins.ssh import KeyPair
+from shared.volcano.objects import KubeObject
 
 PodHook = Callable[[dict[str, Any], Mapping[str, Any], Sequence[str]], None]
 POD_HOOKS: dict[str, PodHook] = {
@@ -75,12 +76,10 @@ def plugin_object_names(
     wanted = [p for p in _job_plugins(job) if plugins is None or p in plugins]
     names: list[tuple[str, str]] = []
     if svc.NAME in wanted:
-        names += [
-            (o["kind"], o["metadata"]["name"]) for o in svc.objects(job, plugin_args(job, svc.NAME) or [])
-        ]
+        names += [(o["kind"], KubeObject(o).name) for o in svc.objects(job, plugin_args(job, svc.NAME) or [])]
     if ssh.NAME in wanted:
         names.append(("Secret", ssh.secret_name(job)))
     if ray.NAME in wanted and svc.NAME not in _job_plugins(job):
         head = ray.objects(job, plugin_args(job, ray.NAME) or [])
-        names += [(o["kind"], o["metadata"]["name"]) for o in head]
+        names += [(o["kind"], KubeObject(o).name) for o in head]
     return names

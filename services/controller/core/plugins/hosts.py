@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shared.volcano import keys
+from shared.volcano.objects import JobObject, PodObject
+
 Json = Mapping[str, Any]
 
 
 def job_name(job: Json) -> str:
-    return str((job.get("metadata") or {}).get("name", ""))
+    return str(JobObject(job).name)
 
 
 def tasks(job: Json) -> list[Json]:
@@ -57,13 +60,12 @@ def task_hosts(job: Json, task: Json) -> list[str]:
 
 def pod_index(pod: Json) -> str:
     """The pod's index as plugins read it: the last `-` segment of its name."""
-    parts = str((pod.get("metadata") or {}).get("name", "")).split("-")
+    parts = str(PodObject(pod).name).split("-")
     return parts[-1] if len(parts) >= 3 else ""
 
 
 def pod_task(pod: Json) -> str:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get("volcano.sh/task-spec") or "default")
+    return str(PodObject(pod).annotation(keys.TASK_SPEC) or keys.DEFAULT_TASK_SPEC)
 
 
 def all_containers(pod: dict[str, Any], *, init: bool = True) -> list[dict[str, Any]]:

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.controller.core import keys
 from services.controller.core.owners import job_ref
 from services.controller.core.plugins.args import parse_flags
 from services.controller.core.plugins.hosts import Json, add_port, domain_name, job_name, pod_task, task_named
+from shared.volcano import keys
+from shared.volcano.objects import JobObject
 
 NAME = "ray"
 _FLAGS: dict[str, str | int | bool] = {
@@ -62,7 +63,7 @@ def objects(job: Json, args: Sequence[str]) -> list[dict[str, Any]]:
     flags = parse_flags(args, _FLAGS)
     if task_named(job, str(flags["head"])) is None:
         return []
-    meta = job.get("metadata") or {}
+    namespace = JobObject(job).namespace
     ports = ((GCS_PORT, "port"), (DASHBOARD_PORT, "dashboardPort"), (CLIENT_SERVER_PORT, "clientPort"))
     return [
         {
@@ -70,13 +71,13 @@ def objects(job: Json, args: Sequence[str]) -> list[dict[str, Any]]:
             "kind": "Service",
             "metadata": {
                 "name": job_name(job),
-                "namespace": meta.get("namespace", ""),
+                "namespace": namespace,
                 "ownerReferences": [job_ref(job)],
             },
             "spec": {
                 "selector": {
                     keys.JOB_NAME: job_name(job),
-                    keys.JOB_NAMESPACE: str(meta.get("namespace", "")),
+                    keys.JOB_NAMESPACE: str(namespace),
                     keys.TASK_SPEC: str(flags["head"]),
                 },
                 "ports": [

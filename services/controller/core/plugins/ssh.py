@@ -23,6 +23,7 @@ from services.controller.core.plugins.hosts import (
     listed_count,
     tasks,
 )
+from shared.volcano.objects import JobObject
 
 NAME = "ssh"
 DEFAULT_KEY_PATH = "/root/.ssh"
@@ -84,7 +85,7 @@ def objects(job: Json, args: Sequence[str], keys: KeyPair) -> list[dict[str, Any
             "kind": "Secret",
             "metadata": {
                 "name": secret_name(job),
-                "namespace": (job.get("metadata") or {}).get("namespace", ""),
+                "namespace": JobObject(job).namespace,
                 "ownerReferences": [job_ref(job)],
             },
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
@@ -97,7 +98,7 @@ def secret_conflict(existing: Json | None, job: Json) -> str | None:
     create (absent) or manage (owned by this job) it."""
     if existing is None:
         return None
-    uid = str((job.get("metadata") or {}).get("uid", ""))
+    uid = str(JobObject(job).uid)
     if owned_by(existing, uid):
         return None
     return (

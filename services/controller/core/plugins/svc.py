@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.controller.core import keys
 from services.controller.core.owners import job_ref
 from services.controller.core.plugins.args import parse_flags
 from services.controller.core.plugins.hosts import (
@@ -22,6 +21,8 @@ from services.controller.core.plugins.hosts import (
     task_hosts,
     tasks,
 )
+from shared.volcano import keys
+from shared.volcano.objects import JobObject
 
 NAME = "svc"
 MOUNT_PATH = "/etc/volcano"
@@ -53,17 +54,14 @@ def hosts_data(job: Json) -> dict[str, str]:
 
 
 def _job_selector(job: Json) -> dict[str, str]:
-    meta = job.get("metadata") or {}
-    return {
-        keys.JOB_NAME: str(meta.get("name", "")),
-        keys.JOB_NAMESPACE: str(meta.get("namespace", "")),
-    }
+    view = JobObject(job)
+    return {keys.JOB_NAME: str(view.name), keys.JOB_NAMESPACE: str(view.namespace)}
 
 
 def _meta(job: Json, name: str) -> dict[str, Any]:
     return {
         "name": name,
-        "namespace": (job.get("metadata") or {}).get("namespace", ""),
+        "namespace": JobObject(job).namespace,
         "ownerReferences": [job_ref(job)],
     }
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import heapq
 
+from services.scheduler.core.actions.domain_search import allocate_in_domains, constrained
 from services.scheduler.core.context import CycleContext
+from services.scheduler.core.devices import DEVICE_CLAIM_UNSATISFIABLE
 from services.scheduler.core.fairness import QUEUE_OVERUSED, fair_dims, overused, queue_blocker
 from services.scheduler.core.ordering import job_key, queue_key
 from services.scheduler.core.predicates import structured_reason
+from services.scheduler.core.reservation import RESERVED
 from services.scheduler.core.snapshot import ALLOCATED, PENDING, PIPELINED
 from services.scheduler.core.state import GangView, TaskView
 
@@ -44,6 +47,8 @@ def allocate(ctx: CycleContext) -> None:
         gang = state.gangs[index]
         if allocate_gang(ctx, gang):
             heapq.heappush(jobs, (job_key(gang, state, conf, ctx.total), index))
+        elif ctx.reservations is not None and not (gang.is_ready() or gang.is_pipelined()):
+            ctx.reservations.on_blocked(state, ctx.placer, gang)
         if jobs:
             heapq.heappush(queues, (queue_key(queue, conf, state), name))
 
@@ -58,7 +63,15 @@ def _block(gang: GangView, reason: str) -> None:
 
 
 def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
-    """Place what the gang still needs inside a trial; True when it should get another turn."""
+    """Place what the gang still needs inside a trial; True when it should get another turn.
+    A gang with a network-topology constraint is placed by a search over HyperNode domains."""
+    if ctx.topology is not None and constrained(gang):
+        return allocate_in_domains(ctx, ctx.topology, gang, lambda: _attempt(ctx, gang))
+    return _attempt(ctx, gang)[1]
+
+
+def _attempt(ctx: CycleContext, gang: GangView) -> tuple[bool, bool]:
+    """One trial of the gang's placement: (kept, wants another turn)."""
     state, placer = ctx.state, ctx.placer
     assert gang.queue is not None
     state.begin()
@@ -71,6 +84,12 @@ def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
     for position, task in enumerate(todo):
         if task.info.task_role in failed_roles:
             continue  # its role already failed to fit: the same spec will not fit either
+        never = task.info.device_claims and placer.never_satisfiable(task)
+        if never:  # no node could ever hold its claims: say so before any other reason
+            task.fit_error = placer.fit_error(task)
+            _block(gang, DEVICE_CLAIM_UNSATISFIABLE)
+            gang.job_fit_error = gang.job_fit_error or never
+            break
         blocker = queue_blocker(gang.queue, task.request, ctx.rules)
         if blocker is not None:
             _block(gang, blocker.reason)
@@ -90,10 +109,39 @@ def allocate_gang(ctx: CycleContext, gang: GangView) -> bool:
             more = True
             break
     if gang.is_ready() or gang.is_pipelined():
-        state.commit()
-        return more
+        held_back = _held_back(ctx, gang)
+        if held_back is None:
+            state.commit()
+            return True, more
+        state.rollback()
+        return _around_reservations(ctx, gang, held_back)
     state.rollback()
-    return False
+    return False, False
+
+
+def _held_back(ctx: CycleContext, gang: GangView) -> str | None:
+    """Reservation backfill's check of a trial about to be committed (core/reservation.py)."""
+    if ctx.reservations is None:
+        return None
+    nodes = {t.node for t in gang.tasks if t.node >= 0 and t.status in (ALLOCATED, PIPELINED)}
+    return ctx.reservations.admits(gang, nodes)
+
+
+def _around_reservations(ctx: CycleContext, gang: GangView, held_back: str) -> tuple[bool, bool]:
+    """Try the gang once more on nodes no reservation holds against it (inside the same HyperNode
+    domain, when the domain search is trying one); else it waits, Reserved."""
+    assert ctx.reservations is not None
+    avoid = ctx.reservations.held_against(gang)
+    if avoid and not ctx.placer.avoid:
+        ctx.placer.avoid = avoid
+        try:
+            kept, more = _attempt(ctx, gang)
+        finally:
+            ctx.placer.avoid = frozenset()
+        if kept:
+            return True, more
+    gang.block_reason, gang.job_fit_error = RESERVED, held_back
+    return False, False
 
 
 def _worth_continuing(gang: GangView, rest: list[TaskView], failed_roles: set[str]) -> bool:
@@ -110,7 +158,7 @@ def _worth_continuing(gang: GangView, rest: list[TaskView], failed_roles: set[st
 
 def _room_now(ctx: CycleContext, task: TaskView) -> bool:
     idle = ctx.state.idle[task.node]
-    return all(idle[i] >= 0 for i, _ in task.request)
+    return all(idle[i] >= 0 for i, _ in task.request) and ctx.state.devices_ready(task)
 
 
 def backfill(ctx: CycleContext) -> None:

@@ -9,10 +9,8 @@ would still not fit. A victim gang loses single tasks only while it stays at or 
 minimum; otherwise it is evicted whole. Pipelined preemptors become nominations: the freed room
 is reserved for them and, being pipelined, they are not starving, so no new evictions follow.
 
-preempt then runs Volcano's second phase, inside each gang that was starving: a pending task may
-take the place of lower-priority running tasks of its own gang. Each such swap is its own trial,
-kept only when the task then fits, and refused when it would deepen the gang's shortfall (fewer
-members, overall or of a task role, than before and than its minimum).
+preempt then runs Volcano's second phase, inside each gang that was starving (swap.py): a pending
+task may take the place of lower-priority running tasks of its own gang.
 
 With the pdb plugin, no set of victims may take more from a PodDisruptionBudget's pods than its
 disruptionsAllowed (disruption.py): a batch that would is passed over for other victims.
@@ -20,17 +18,21 @@ disruptionsAllowed (disruption.py): a batch that would is passed over for other 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
+from services.scheduler.core.actions import evict_cost
+from services.scheduler.core.actions.domain_search import constrained
+from services.scheduler.core.actions.swap import swap_within
+from services.scheduler.core.actions.victims import fits, protected, queue_room
 from services.scheduler.core.context import CycleContext
 from services.scheduler.core.fairness import fair_dims, overused, queue_blocker
+from services.scheduler.core.fairshare import give_back_key
 from services.scheduler.core.ordering import job_key, queue_key, seconds_of
 from services.scheduler.core.plan import PREEMPT, RECLAIM, Eviction
 from services.scheduler.core.snapshot import ALLOCATED, BOUND, PENDING, PIPELINED, RUNNING
 from services.scheduler.core.state import GangView, TaskView
-from services.scheduler.core.vectors import Sparse, fits_with, over_limit
-
-_CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
 def preempt(ctx: CycleContext) -> None:
@@ -44,12 +46,16 @@ def reclaim(ctx: CycleContext) -> None:
 def _run(ctx: CycleContext, mode: str) -> None:
     state, conf = ctx.state, ctx.conf
     dims = fair_dims(state)
+    # Gangs with a network-topology constraint are left out, as Volcano's preempt and reclaim
+    # leave them out: evicting for room wherever a pod fits would break their domain.
+    topology = ctx.topology
     starving = [
         g
         for g in state.gangs
         if ctx.schedulable(g)
         and g.is_starving()
         and any(t.status == PENDING and not t.best_effort for t in g.tasks)
+        and not (topology is not None and constrained(g))
     ]
     if mode == RECLAIM:
         starving = [g for g in starving if g.queue and not overused(g.queue, conf, dims)]
@@ -64,118 +70,28 @@ def _run(ctx: CycleContext, mode: str) -> None:
             _make_room(ctx, gang, mode)
     if mode == PREEMPT:
         for gang in starving:
-            _swap_within(ctx, gang)
-
-
-def _swap_within(ctx: CycleContext, gang: GangView) -> None:
-    """Volcano's preemption between tasks of one job: pending tasks, in task order, until one fails."""
-    if not ctx.conf.enabled("priority", "enablePreemptable"):
-        return  # the priority plugin is what lets a task outrank its own gang's tasks
-    for task in [t for t in gang.tasks if t.status == PENDING and not t.best_effort]:
-        if queue_blocker(gang.queue, task.request, ctx.rules) is None and ctx.placer.find(task):
-            continue  # it fits without evicting anything: no reason to take a sibling's place
-        if task.info.preemption_policy == "Never" or not _swap_one(ctx, gang, task):
-            return
-
-
-def _swap_one(ctx: CycleContext, gang: GangView, task: TaskView) -> bool:
-    state = ctx.state
-    for node in ctx.placer.static_fit(task).candidates:
-        victims = _own_victims_on(ctx, gang, task, node)
-        if victims is None:
-            continue
-        state.begin()
-        for victim in victims:
-            state.evict(victim)
-        if queue_blocker(gang.queue, task.request, ctx.rules) is not None:
-            state.rollback()
-            return False
-        state.assign(task, node, PIPELINED)
-        state.commit()
-        for victim in victims:
-            ctx.evictions.append(
-                Eviction(
-                    task_uid=victim.info.uid,
-                    namespace=victim.info.namespace,
-                    name=victim.info.name,
-                    node=state.nodes[node].name,
-                    reason=PREEMPT,
-                    preemptor_gang_uid=gang.uid,
-                )
-            )
-        return True
-    return False
-
-
-def _own_victims_on(ctx: CycleContext, gang: GangView, task: TaskView, node: int) -> list[TaskView] | None:
-    """Lower-priority tasks of `task`'s own gang on `node` whose eviction makes it fit, or None."""
-    state = ctx.state
-    here = [
-        v
-        for v in state.tasks_on_node[node].values()
-        if v.gang is gang
-        and v.status in (BOUND, RUNNING)
-        and v.info.preemptable
-        and v.info.priority < task.info.priority
-        and not (task.best_effort and not v.best_effort)
-        and not _protected(ctx, v)
-    ]
-    # Least important first: the reverse of task order.
-    here.sort(key=lambda v: v.order, reverse=True)
-    room = state.future_idle(node)
-    freed = [0] * state.space.size
-    chosen: list[TaskView] = []
-    for victim in here:
-        if not ctx.disruption.allows([*chosen, victim], PREEMPT):
-            continue  # pdb: a budget forbids it; the next victim may do
-        chosen.append(victim)
-        for i, amount in victim.request:
-            room[i] += amount
-            freed[i] += amount
-        if _fits(room, task.request) and _queue_room(ctx, gang, task.request, freed):
-            return chosen if _keeps_gang_whole(gang, task, chosen) else None
-    return None
-
-
-def _keeps_gang_whole(gang: GangView, task: TaskView, victims: list[TaskView]) -> bool:
-    """A swap may not deepen the gang's shortfall: members after >= min(members before, minimum)."""
-    before = gang.ready + gang.waiting
-    after = before - len(victims) + 1
-    if after < min(before, gang.info.min_member):
-        return False
-    if not gang.role_minimums_apply():
-        return True
-    for role, minimum in gang.info.min_task_member.items():
-        held = gang.role_ready.get(role, 0) + gang.role_waiting.get(role, 0)
-        lost = sum(1 for v in victims if v.info.task_role == role)
-        gained = 1 if task.info.task_role == role else 0
-        if held - lost + gained < min(held, minimum):
-            return False
-    return True
-
-
-def _protected(ctx: CycleContext, victim: TaskView) -> bool:
-    """conformance: critical pods and kube-system are never victims."""
-    return ctx.conf.enabled("conformance") and (
-        victim.info.priority_class_name in _CRITICAL_CLASSES or victim.info.namespace == "kube-system"
-    )
+            swap_within(ctx, gang)
 
 
 def _make_room(ctx: CycleContext, gang: GangView, mode: str) -> None:
-    state = ctx.state
+    state, run = ctx.state, ctx.preemption
     assert gang.queue is not None
+    notes_before = len(run.notes) if run is not None else 0
     state.begin()
     evicted: list[TaskView] = []
     for task in [t for t in gang.tasks if t.status == PENDING and not t.best_effort]:
         if gang.is_pipelined():
             break
         if task.info.preemption_policy == "Never" or not _place(ctx, gang, task, mode, evicted):
-            state.rollback()
-            return
+            break
     if not gang.is_pipelined():
         state.rollback()
+        if run is not None:
+            del run.notes[notes_before:]  # a trial given up explains nothing
         return
     state.commit()
+    if run is not None:
+        evict_cost.spend(run, evicted)
     for victim in evicted:
         ctx.evictions.append(
             Eviction(
@@ -196,10 +112,7 @@ def _place(ctx: CycleContext, gang: GangView, task: TaskView, mode: str, evicted
         if found is not None:
             state.assign(task, found[0], PIPELINED)
             return True
-    for node in placer.static_fit(task).candidates:
-        victims = _victims_on(ctx, gang, task, node, mode)
-        if victims is None:
-            continue
+    for node, victims in _victim_options(ctx, gang, task, mode, evicted):
         for victim in victims:
             state.evict(victim)
             evicted.append(victim)
@@ -208,6 +121,25 @@ def _place(ctx: CycleContext, gang: GangView, task: TaskView, mode: str, evicted
         state.assign(task, node, PIPELINED)
         return True
     return False
+
+
+def _victim_options(
+    ctx: CycleContext, gang: GangView, task: TaskView, mode: str, evicted: list[TaskView]
+) -> Iterator[tuple[int, list[TaskView]]]:
+    """(node, victims) to try in turn: Volcano's first node where priority-ordered victims make
+    room, or, with preemptioncost, the one cheapest set over all nodes (evict_cost.py)."""
+    run = ctx.preemption
+    if run is None:
+        for node in ctx.placer.static_fit(task).candidates:
+            victims = _victims_on(ctx, gang, task, node, mode)
+            if victims is not None:
+                yield node, victims
+        return
+    eligible = partial(_eligible, ctx, gang, task, mode=mode)
+    still_over = partial(_queue_still_over, ctx, gang, task)
+    best = evict_cost.place_by_cost(ctx, run, gang, task, mode, evicted, eligible, still_over)
+    if best is not None:
+        yield best
 
 
 @dataclass(slots=True)
@@ -226,12 +158,17 @@ def _victims_on(
         return None
     here.sort(key=lambda v: _victim_order(ctx, v))
     room = state.future_idle(node)
+    # What the node lacks for the task: a victim holding none of it frees nothing useful (an H100
+    # pod is not reclaimed for a pod that waits for an A100: reclaim by model).
+    short = {i for i, amount in task.request if room[i] < amount}
     queue_freed = [0] * state.space.size  # for preempt: what victims give back to our queue
     chosen: dict[str, TaskView] = {}
     lost: dict[str, int] = {}  # victim gang uid -> tasks taken from it so far
     credit: dict[str, list[int]] = {}  # victim queue -> allocation taken from it (reclaim)
     for victim in here:
         if victim.info.uid in chosen:
+            continue
+        if short and not any(i in short and amount > 0 for i, amount in victim.request):
             continue
         victim_gang = victim.gang
         taken = lost.get(victim_gang.uid, 0)
@@ -256,23 +193,9 @@ def _victims_on(
             if mode == PREEMPT:
                 for i, amount in member.request:
                     queue_freed[i] += amount
-        if _fits(room, task.request) and _queue_room(ctx, gang, task.request, queue_freed):
+        if fits(room, task.request) and queue_room(ctx, gang, task.request, queue_freed):
             return list(chosen.values())
     return None
-
-
-def _fits(room: list[int], request: Sparse) -> bool:
-    return fits_with(request, room, [0] * len(room))
-
-
-def _queue_room(ctx: CycleContext, gang: GangView, request: Sparse, freed: list[int]) -> bool:
-    queue = gang.queue
-    assert queue is not None
-    for level in (queue, *queue.ancestors):
-        used = [a - f for a, f in zip(level.alloc, freed, strict=True)]
-        if over_limit(used, request, level.capability) is not None:
-            return False
-    return True
 
 
 def _reclaim_judge(ctx: CycleContext) -> str | None:
@@ -339,8 +262,10 @@ def _eligible(ctx: CycleContext, gang: GangView, task: TaskView, victim: TaskVie
         return False
     if any(t.status in (ALLOCATED, PIPELINED) for t in victim_gang.tasks):
         return False  # a gang placed in this very cycle is not taken apart again
-    if _protected(ctx, victim):
+    if protected(ctx, victim):
         return False
+    if ctx.preemption is not None and evict_cost.too_young_gang(ctx, ctx.preemption, victim_gang):
+        return False  # preemptioncost's minRunningTime
     if task.best_effort and not victim.best_effort:
         return False
     if mode == PREEMPT:
@@ -353,9 +278,11 @@ def _eligible(ctx: CycleContext, gang: GangView, task: TaskView, victim: TaskVie
 
 
 def _victim_order(ctx: CycleContext, victim: TaskView) -> tuple[object, ...]:
-    """Least important first: reverse job order, then reverse task order."""
+    """Least important first: with fairshare, the queue furthest over its fair share over time;
+    then reverse job order, then reverse task order."""
     gang = victim.gang
     return (
+        give_back_key(ctx.state.fair_keys, gang.queue),
         gang.info.priority,
         -seconds_of(gang.info.created),  # the younger gang first: reverse job order
         gang.uid,
