@@ -85,12 +85,20 @@ class ShardLeases:
         self.on_gained: Callable[[frozenset[int]], Coroutine[Any, Any, None]] | None = None
         self.hand_overs = 0  # shards given back or lost since start (metrics, tests)
         self._first_step = True
+        self._refused: set[int] = set()  # held shards asked for while our leases had lapsed
         self._syncs: set[asyncio.Task[None]] = set()
 
     # -- asked by the handlers -------------------------------------------------------------------
 
     def owns(self, shard: int) -> bool:
-        return shard in self._held and time.monotonic() < self._valid_until
+        if shard not in self._held:
+            return False
+        if time.monotonic() < self._valid_until:
+            return True
+        # Held, but lapsed by our clock (a late renewal): whatever this turns away is synced
+        # again once a renewal finds the shard still ours.
+        self._refused.add(shard)
+        return False
 
     def acts_for(self, key: JobKey) -> bool:
         return self.owns(shard_of(key, self.shards))
@@ -160,10 +168,11 @@ class ShardLeases:
 
     async def step(self) -> frozenset[int]:
         """One renewal; returns the shards newly taken (the caller resyncs their jobs), and those
-        renewed after our leases had run out by our clock (PostgreSQL was away): their changes
-        meanwhile were seen but not reacted to, so they are synced again too."""
+        renewed that turned a handler away while our leases had run out by our clock (PostgreSQL
+        was away, or the machine starved the renewal): changes seen then were not reacted to, so
+        those shards are synced again too. A renewal asked in time and answered late counts: the
+        refusals are read once it is answered."""
         asked = time.monotonic()
-        lapsed = asked >= self._valid_until
         async with self._sessions() as session, session.begin():
             await self._ensure_rows(session)
             await session.execute(
@@ -193,8 +202,8 @@ class ShardLeases:
                     {"me": self.holder, "shards": sorted(plan.give_back)},
                 )
         self._held.update(taken)
-        if lapsed and not self._first_step:
-            taken = {**taken, **{shard: self._held[shard] for shard in renewed}}
+        turned_away, self._refused = self._refused & renewed, set()
+        taken = {**taken, **{shard: self._held[shard] for shard in turned_away}}
         self._first_step = False
         self._valid_until = asked + self.lease - self._margin
         SHARDS_HELD.set(len(self._held))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -62,6 +63,35 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stacks.Stack]:
     finally:
         stacks.down(state_dir)
         os.environ.update(saved)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test on a stack reports what the cluster and the services last said: in CI the
+    stack's folder is gone by the time anyone reads the failure."""
+    report = yield
+    if report.failed and call.when == "call":
+        funcargs = getattr(item, "funcargs", {})
+        for running in (value for value in funcargs.values() if isinstance(value, stacks.Stack)):
+            report.sections.append(("stack state at the failure", stack_state(running)))
+    return report
+
+
+def stack_state(stack: stacks.Stack, *, lines_per_log: int = 12, width: int = 240) -> str:
+    """Volcano's objects and the pods as kubectl lists them, and the last lines of every log."""
+    parts: list[str] = []
+    if shutil.which("kubectl"):
+        try:
+            listed = kubectl(stack, "get", "vcjob,podgroups,pods", "-A", "-o", "wide")
+            parts.append((listed.stdout or listed.stderr)[-6000:])
+        except subprocess.TimeoutExpired:
+            parts.append("kubectl get: no answer within 60 s")
+    for process in stack.processes:
+        log_path = Path(process.log_path)
+        tail = log_path.read_text(errors="replace").splitlines()[-lines_per_log:] if log_path.exists() else []
+        parts.append(f"== {process.name} ({log_path.name})")
+        parts.extend(line[:width] for line in tail)
+    return "\n".join(parts)
 
 
 SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap")

@@ -4,6 +4,8 @@ refused its next write."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -102,16 +104,38 @@ async def test_a_second_live_process_with_the_same_replica_number_is_refused(eng
     await other.join()
 
 
-async def test_shards_renewed_after_the_lease_lapsed_are_synced_again(engine: AsyncEngine) -> None:
+async def test_shards_that_turned_work_away_while_lapsed_are_synced_again(engine: AsyncEngine) -> None:
     steady = _replica(engine, "a")
     await steady.step()
     assert await steady.step() == frozenset()  # renewed in time: nothing to sync again
     # A replica whose every renewal comes too late by its own clock (here: a margin as long as
-    # the lease), as when PostgreSQL was away: it stops acting at once, and each renewal that
-    # finds nobody took its shards gives them back to it for a resync.
+    # the lease), as when PostgreSQL was away: it stops acting at once. A renewal that finds
+    # nobody took its shards gives back for a resync the ones that turned a handler away.
     late = ShardLeases(
         make_sessions(engine), holder="a", shards=SHARDS, lease_seconds=30.0, margin_seconds=30.0
     )
     await late.step()
+    assert await late.step() == frozenset()  # lapsed, but nothing was asked of it meanwhile
     assert not late.acts_for(("team-a", "train"))
-    assert await late.step() == frozenset(range(SHARDS))
+    assert await late.step() == {shard_of(("team-a", "train"), SHARDS)}
+
+
+async def test_a_renewal_asked_in_time_and_answered_late_syncs_what_it_turned_away(
+    engine: AsyncEngine,
+) -> None:
+    """On a starved machine a renewal can start before the lease lapses and end after it: the
+    handlers turned away in between must be synced again, not left for the periodic resync."""
+    leases = ShardLeases(
+        make_sessions(engine), holder="a", shards=SHARDS, lease_seconds=2.0, margin_seconds=1.4
+    )
+    await leases.step()  # valid for 0.6 s by its clock
+    job = ("team-a", "train")
+    assert leases.acts_for(job)
+    async with engine.connect() as blocker:  # PostgreSQL answers the next renewal late
+        await blocker.execute(text("SELECT 1 FROM controller_members WHERE holder = 'a' FOR UPDATE"))
+        renewal = asyncio.create_task(leases.step())
+        await asyncio.sleep(1.0)
+        assert not renewal.done()
+        assert not leases.acts_for(job)  # lapsed meanwhile: a watch event for the job is turned away
+        await blocker.rollback()
+    assert await renewal == {shard_of(job, SHARDS)}
