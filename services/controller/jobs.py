@@ -32,7 +32,7 @@ from services.controller.coalesce import Coalescer
 from services.controller.core import effects as fx
 from services.controller.core import events as ev
 from services.controller.core.jobstate import DelayedAction, ObservedJob
-from services.controller.core.lifecycle import transition
+from services.controller.core.lifecycle import only_syncs, transition
 from services.controller.core.observe import (
     job_event,
     missed_pod_events,
@@ -136,7 +136,7 @@ class JobDriver:
             event = classify(state)
             if event is None:
                 return
-            if coalesce_syncs and _only_syncs(event, state):
+            if coalesce_syncs and only_syncs(state, event):
                 self._syncs.request(job_uid)
                 return
             await self._transition(job, state, event)
@@ -294,15 +294,6 @@ class JobDriver:
     async def _record_phase(self, before: ObservedJob, after: ObservedJob) -> None:
         await self._phase_records.record(before, after)
         metrics.job_finished(str(after.status.phase), after.namespace, after.name, after.queue)
-
-
-def _only_syncs(event: ev.JobEvent, state: ObservedJob) -> bool:
-    """Whether the event's whole transition is a sync of the job: the controller's own events
-    match no user policy, and a Running pod changes nothing else unless a delayed action waits
-    on that pod (its start cancels it)."""
-    if isinstance(event, ev.OutOfSync):
-        return True
-    return isinstance(event, ev.PodRunning) and state.timer(event.pod) is None
 
 
 def _always(event: ev.JobEvent) -> Callable[[ObservedJob], ev.JobEvent]:

@@ -19,6 +19,19 @@ _QUALIFIED = re.compile(f"^{_QUALIFIED_FMT}$")
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
 
+# Every object's label keys, values and annotation keys are checked on every write, and the same
+# few names come back again and again: the valid ones seen lately are known valid (a valid name
+# is short, so the sets stay small; they start over when full).
+_VALID_QUALIFIED_NAMES: set[str] = set()
+_VALID_LABEL_VALUES: set[str] = set()
+_REMEMBERED = 4096
+
+
+def _remember(valid: set[str], value: str) -> None:
+    if len(valid) >= _REMEMBERED:
+        valid.clear()
+    valid.add(value)
+
 
 def _regex_error(message: str, pattern: str, *examples: str) -> str:
     # Kubernetes' RegexError: examples end in "', " and are joined by " or ", hence two spaces.
@@ -65,6 +78,15 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 
 def qualified_name_errors(value: str) -> list[str]:
     """Kubernetes' IsQualifiedName: an optional DNS subdomain prefix and '/', then a name."""
+    if value in _VALID_QUALIFIED_NAMES:
+        return []
+    errors = _qualified_name_errors(value)
+    if not errors:
+        _remember(_VALID_QUALIFIED_NAMES, value)
+    return errors
+
+
+def _qualified_name_errors(value: str) -> list[str]:
     errors: list[str] = []
     parts = value.split("/")
     message = (
@@ -101,6 +123,15 @@ ANNOTATIONS_MAX_BYTES = 256 * 1024
 
 def label_value_errors(value: str) -> list[str]:
     """Kubernetes' IsValidLabelValue."""
+    if value in _VALID_LABEL_VALUES:
+        return []
+    errors = _label_value_errors(value)
+    if not errors:
+        _remember(_VALID_LABEL_VALUES, value)
+    return errors
+
+
+def _label_value_errors(value: str) -> list[str]:
     errors = []
     if len(value) > LABEL_MAX:
         errors.append(_max_len(LABEL_MAX))

@@ -14,7 +14,7 @@ Only the fields some part of Phalanx reads are described; unknown fields are lef
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -183,12 +183,13 @@ COMMAND: Shape = (
 TYPE_WORDS = {"map": "object", "int64": "integer", "quantity": "string"}
 
 
-def check(kind: str, obj: Any) -> list[SchemaViolation]:
-    """What is wrong with `obj` as a `kind` object, at most MAX_VIOLATIONS of it."""
+def check(kind: str, obj: Any, *, depth_checked: bool = False) -> list[SchemaViolation]:
+    """What is wrong with `obj` as a `kind` object, at most MAX_VIOLATIONS of it. A caller that
+    has just held `obj` to MAX_DEPTH itself says so with `depth_checked`."""
     found: list[SchemaViolation] = []
     if not isinstance(obj, Mapping):
         return [SchemaViolation("<root>", f'Invalid value: "{json_type(obj)}": must be of type object')]
-    if (deep := too_deep(obj)) is not None:
+    if not depth_checked and (deep := too_deep(obj)) is not None:
         return [SchemaViolation(deep, f"Invalid value: nesting deeper than {MAX_DEPTH} levels")]
     _walk(obj.get("metadata"), METADATA, "metadata", found)
     if kind == "Command":
@@ -208,8 +209,8 @@ def _walk(value: Any, shape: Shape, path: str, found: list[SchemaViolation]) -> 
         found.append(wrong)
         return
     if kind == "object" and children:
-        for key, child in children.items():
-            _walk(value.get(key), child, _join(path, key), found)
+        for key, child in children.items():  # the schema's own keys: nothing to escape
+            _walk(value.get(key), child, f"{path}.{key}" if path else key, found)
     elif kind == "map" and children:
         for key, item in value.items():
             _key(str(key), children, path, found)
@@ -299,7 +300,43 @@ def _quantity(value: str | int | float, path: str, found: list[SchemaViolation])
 
 
 def too_deep(value: Any) -> str | None:
-    """The path where nesting passes MAX_DEPTH, found without recursion (so any depth is safe)."""
+    """The path where nesting passes MAX_DEPTH, found without recursion (so any depth is safe).
+
+    Every object the simulator and admission take passes here, several times over: the common
+    answer (not too deep) walks only the containers and builds no path; the path is spelled out
+    only for the rare object that fails."""
+    return None if not _nested_past_limit(value) else _deepest_path(value)
+
+
+def _nested_past_limit(value: Any) -> bool:
+    # A container at depth MAX_DEPTH with anything in it puts that thing past the limit.
+    containers: list[tuple[Any, int]] = [(value, 0)]
+    while containers:
+        current, depth = containers.pop()
+        items = _children(current)
+        if items is None:
+            continue
+        if depth >= MAX_DEPTH and items:
+            return True
+        containers.extend((item, depth + 1) for item in items if not isinstance(item, _SCALARS))
+    return False
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _children(value: Any) -> Collection[Any] | None:
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, _SCALARS) and isinstance(value, Mapping):
+        return value.values()
+    return None
+
+
+def _deepest_path(value: Any) -> str | None:
+    """The first path past MAX_DEPTH, in the order a depth-first walk meets it."""
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     while stack:
         current, depth, path = stack.pop()

@@ -127,7 +127,8 @@ class PodCreationFailed:
     errors: tuple[str, ...]
 
 
-JobEvent = (
+# The events a job's policies are asked about (each names its `event`), and the rest.
+PolicyEvent = (
     PodPending
     | PodRunning
     | PodFailed
@@ -139,8 +140,6 @@ JobEvent = (
     | JobUpdated
     | PodGroupPhaseChanged
     | CommandIssued
-    | TimerFired
-    | RetryLimitReached
-    | PodCreationFailed
 )
+JobEvent = PolicyEvent | TimerFired | RetryLimitReached | PodCreationFailed
 POD_EVENTS = (PodPending, PodRunning, PodFailed, PodEvicted)

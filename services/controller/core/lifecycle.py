@@ -29,6 +29,7 @@ from services.controller.core.jobstate import (
 )
 from services.controller.core.policies import (
     INTERNAL_ACTIONS,
+    ResolvedAction,
     action_scope,
     format_go_duration,
     resolve_policy,
@@ -238,6 +239,39 @@ def _on_timer(state: ObservedJob, key: str, now: datetime) -> Transition:
     return _finish(state, outcome, timers, cancels, now)
 
 
+def _resolved(state: ObservedJob, event: ev.PolicyEvent) -> ResolvedAction:
+    """What the job's policies (or the command) make of `event`: Volcano's applyPolicies."""
+    job_uid = getattr(event, "job_uid", "")
+    stale = bool(job_uid and job_uid != state.uid) or (
+        getattr(event, "job_version", 0) < state.status.version
+    )
+    task = state.task(getattr(event, "task", ""))
+    return resolve_policy(
+        event=event.event,
+        exit_code=getattr(event, "exit_code", 0),
+        task_policies=task.policies if task else (),
+        job_policies=state.policies,
+        commanded_action=event.action if isinstance(event, ev.CommandIssued) else None,
+        stale=stale,
+    )
+
+
+def only_syncs(state: ObservedJob, event: ev.JobEvent) -> bool:
+    """Whether `transition(state, event)` comes to a sync of the job and nothing else, so that a
+    burst of such events may be folded into one sync (the shell's coalescing, Volcano's work
+    queue). A pod's creation (PodPending) is one unless a policy acts on it; a pod's start
+    (PodRunning) is one unless a delayed action waits on that pod (its start cancels it); as in
+    Volcano, whose updatePod raises OutOfSync for a Running pod, no policy reads a start."""
+    if isinstance(event, ev.OutOfSync):
+        return True
+    if isinstance(event, ev.PodRunning):
+        return state.timer(event.pod) is None
+    if isinstance(event, ev.PodPending):
+        decision = _resolved(state, event)
+        return decision.action == Action.SYNC_JOB and decision.delay <= timedelta(0)
+    return False
+
+
 def transition(state: ObservedJob, event: ev.JobEvent, now: datetime) -> Transition:
     """Apply one event to one job, as Volcano's job controller processes one request."""
     if isinstance(event, ev.TimerFired):
@@ -266,7 +300,6 @@ def transition(state: ObservedJob, event: ev.JobEvent, now: datetime) -> Transit
     task = getattr(event, "task", "")
     pod_uid = getattr(event, "pod_uid", "")
     partition = getattr(event, "partition", "")
-    job_uid = getattr(event, "job_uid", "")
     commanded = event.action if isinstance(event, ev.CommandIssued) else None
     if commanded is not None:
         effects.append(
@@ -277,17 +310,7 @@ def transition(state: ObservedJob, event: ev.JobEvent, now: datetime) -> Transit
                 "more than once.",
             )
         )
-    stale = bool(job_uid and job_uid != state.uid) or (
-        getattr(event, "job_version", 0) < state.status.version
-    )
-    decision = resolve_policy(
-        event=event.event,
-        exit_code=getattr(event, "exit_code", 0),
-        task_policies=(t.policies if (t := state.task(task)) else ()),
-        job_policies=state.policies,
-        commanded_action=commanded,
-        stale=stale,
-    )
+    decision = _resolved(state, event)
     action = decision.action
     if decision.delay > timedelta(0):
         delay_text = format_go_duration(decision.delay)

@@ -41,7 +41,8 @@ def object_causes(kind: str, obj: dict[str, Any]) -> list[FieldCause]:
     metadata = obj.get("metadata")
     causes = metadata_causes(metadata) if isinstance(metadata, dict) else []
     if kind in SCHEMA_KINDS:
-        causes += [FieldCause(v.reason, v.message, v.field) for v in schema.check(kind, obj)]
+        violations = schema.check(kind, obj, depth_checked=True)  # its depth was held just above
+        causes += [FieldCause(v.reason, v.message, v.field) for v in violations]
     return causes[: schema.MAX_VIOLATIONS]
 
 

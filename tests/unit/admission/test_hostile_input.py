@@ -103,6 +103,28 @@ def test_nesting_past_the_limit_is_refused_wherever_it_is() -> None:
     assert f"nesting deeper than {schema.MAX_DEPTH} levels" in status["message"]
 
 
+def nested(levels: int, leaf: Any, *, via_list: bool = False) -> Any:
+    """`leaf` under `levels` containers: a value at depth `levels`, the root at depth 0."""
+    value = leaf
+    for _ in range(levels):
+        value = [value] if via_list else {"x": value}
+    return value
+
+
+@pytest.mark.parametrize("via_list", [False, True])
+@pytest.mark.parametrize("leaf", [1, "s", None, {}, []])
+def test_the_depth_limit_counts_every_level_and_names_the_first_path_past_it(
+    via_list: bool, leaf: Any
+) -> None:
+    assert schema.too_deep(nested(schema.MAX_DEPTH, leaf, via_list=via_list)) is None
+    past = schema.too_deep(nested(schema.MAX_DEPTH + 1, leaf, via_list=via_list))
+    assert past == (
+        ".".join(["x"] * (schema.MAX_DEPTH + 1)) if not via_list else "[0]" * (schema.MAX_DEPTH + 1)
+    )
+    # An empty container at the limit holds nothing past it.
+    assert schema.too_deep({"a": nested(schema.MAX_DEPTH - 1, {}), "b": 1}) is None
+
+
 def test_a_refusal_never_repeats_a_huge_value_back() -> None:
     obj = job(tasks=[task(name="w" * 2_000_000)])
     status = refusal(obj)

@@ -33,6 +33,7 @@ def _commands(text: str) -> list[str]:
 
 def test_from_the_checkout_the_commands_are_the_readmes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(CHECKOUT)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the venv not activated, as the README has it
     monkeypatch.setattr("sys.argv", [".venv/bin/phalanx", "up", "--detach"])
     stack = _stack(CHECKOUT / ".phalanx")
     text = next_steps.ready_text(stack, Path(".phalanx"), detached=True, here=CHECKOUT)
@@ -50,6 +51,7 @@ def test_from_another_folder_paths_and_the_state_dir_are_spelled_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.chdir(CHECKOUT)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setattr("sys.argv", [".venv/bin/phalanx", "up"])
     state = tmp_path / "state"
     text = next_steps.ready_text(_stack(state), state, detached=False, here=tmp_path)

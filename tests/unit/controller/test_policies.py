@@ -10,7 +10,7 @@ import pytest
 from services.controller.core import events as ev
 from services.controller.core.effects import CancelTimer, RecordEvent, ScheduleTimer
 from services.controller.core.jobstate import DelayedAction, ObservedJob, ObservedTaskSpec
-from services.controller.core.lifecycle import transition
+from services.controller.core.lifecycle import only_syncs, transition
 from services.controller.core.policies import (
     Policy,
     ResolvedAction,
@@ -340,3 +340,52 @@ def test_job_updated_never_matches_a_policy_as_in_volcano() -> None:
         policies=[Policy("AbortJob", frozenset({"JobUpdated"}))],
     )
     assert transition(s, ev.JobUpdated(), NOW).state.status.phase == "Running"
+
+
+PENDING_0 = ev.PodPending("job-worker-0", "worker", pod_uid="uid-worker-0")
+RUNNING_0 = ev.PodRunning("job-worker-0", "worker", pod_uid="uid-worker-0")
+EXIT_0 = Policy("RestartJob", exit_code=0)
+
+
+@pytest.mark.parametrize(
+    ("phase", "policies", "timers", "event", "folded"),
+    [
+        ("Pending", [], [], PENDING_0, True),
+        ("Running", [ABORT_ANY, RESTART], [], PENDING_0, True),
+        ("Pending", [PENDING_NO_TIMEOUT], [], PENDING_0, True),
+        ("Pending", [PENDING_TIMEOUT], [], PENDING_0, False),
+        ("Pending", [EXIT_0], [], PENDING_0, False),
+        ("Running", [], [], RUNNING_0, True),
+        (
+            "Running",
+            [],
+            [_timer("job-worker-0", "RestartPod", "PodPending", uid="uid-worker-0")],
+            RUNNING_0,
+            False,
+        ),
+        ("Running", [], [], ev.OutOfSync(), True),
+        ("Running", [], [], FAILED_0, False),
+    ],
+    ids=[
+        "creation-no-policy",
+        "creation-policies-for-other-events",
+        "creation-pending-policy-without-timeout",
+        "creation-pending-policy-with-timeout",
+        "creation-exit-code-policy",
+        "start",
+        "start-with-pending-timer",
+        "out-of-sync",
+        "failure",
+    ],
+)
+def test_an_event_folded_into_a_sync_transitions_exactly_as_that_sync(
+    phase: str, policies: list[Policy], timers: list[DelayedAction], event: ev.JobEvent, folded: bool
+) -> None:
+    """The controller folds a burst of events `only_syncs` accepts into one OutOfSync: that is
+    safe only if each of them would have done exactly what the sync does."""
+    before = state(
+        phase, pod_list=pods("worker", "Pending", "Running", "Running"), policies=policies, timers=timers
+    )
+    assert only_syncs(before, event) is folded
+    if folded:
+        assert transition(before, event, NOW) == transition(before, ev.OutOfSync(), NOW)
