@@ -7,7 +7,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from phalanx.bench import breakdown
+from phalanx.bench import breakdown, targets
 from phalanx.bench.figures import Spread
 from phalanx.bench.runner import Result
 from phalanx.bench.topology import lines as topology_lines
@@ -77,6 +77,7 @@ def render(result: Result, *, when: datetime | None = None) -> str:
             f"| within a gang, first → last bind, p50 / p90 / p99 / max | {_spread(f.gang_bind_spread)} s |"
         )
     lines += _ceiling_lines(result)
+    lines += _target_lines(result)
     if result.placement is not None and scenario.topology is not None:
         lines += topology_lines(result.placement, scenario.topology)
     lines += [
@@ -115,6 +116,7 @@ def render(result: Result, *, when: datetime | None = None) -> str:
     ]
     lines += breakdown.report_lines(result.writes, pods)
     lines += service_metrics_lines(result.service_metrics)
+    lines += hot_spot_lines(result.hot_spots)
     if result.notes:
         lines += ["## Notes", "", *(f"- {note}" for note in result.notes), ""]
     return "\n".join(lines)
@@ -143,6 +145,39 @@ def _ceiling_lines(result: Result) -> list[str]:
         "| **Phalanx's pods/s as a fraction of the ceiling** | "
         f"**{_num(result.ceiling_ratio or math.nan, 2)}** |",
     ]
+
+
+def _target_lines(result: Result) -> list[str]:
+    f = result.figures
+    pods = max(f.pods_bound, 1)
+    measured = {
+        targets.PODS_PER_S: f.pods_per_s_end_to_end,
+        targets.ALL_BOUND_S: f.all_bound_s,
+        targets.CPU_MS_PER_POD: sum(result.cpu_seconds.values()) * 1000 / pods,
+        targets.P99_LATENCY_S: f.pod_latency.p99 if f.pod_latency is not None else math.nan,
+        targets.PARTIAL_GANGS: float(f.gangs_partial),
+    }
+    base, _, factor = result.scenario.name.partition("@")
+    ceiling = result.ceiling.pods_per_s if result.ceiling is not None else None
+    return targets.lines(base, measured, ceiling, scale=float(factor or 1))
+
+
+def hot_spot_lines(hot_spots: dict[str, list[tuple[str, float]]]) -> list[str]:
+    """Where each service's CPU went while the load was measured (py-spy, with --profile)."""
+    if not hot_spots:
+        return []
+    lines = [
+        "## Where the CPU goes (py-spy)",
+        "",
+        "Each sample is charged to the deepest function of ours on its stack, so time in a library "
+        "counts for the call that asked for it.",
+        "",
+        "| service | function | share of its samples |",
+        "|---|---|---|",
+    ]
+    for service, spots in hot_spots.items():
+        lines += [f"| {service} | {where} | {share:.0%} |" for where, share in spots]
+    return [*lines, ""]
 
 
 def service_metrics_lines(read: dict[str, float]) -> list[str]:

@@ -83,6 +83,8 @@ class Result:
     service_metrics: dict[str, float] = field(default_factory=dict)
     placement: topology.TopologyFigures | None = None  # where the gangs landed (topology scenarios)
     writes: breakdown.Breakdown = field(default_factory=breakdown.Breakdown)  # by table and subject
+    # With --profile: per service, the functions of ours its CPU went to, and their shares.
+    hot_spots: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
 
     @property
     def ceiling_ratio(self) -> float | None:
@@ -221,6 +223,7 @@ async def _measure(
         service_metrics={key: metrics_after[key] - metrics_before.get(key, 0.0) for key in metrics_after},
         placement=placement,
         writes=writes,
+        hot_spots=profiling.read_hot_spots(settings.profile_dir),
     )
 
 

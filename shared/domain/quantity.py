@@ -110,8 +110,11 @@ def to_milli(text: str | int | float) -> int:
     return max(-MAX_MILLI, min(MAX_MILLI, milli))
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def milli_in_range(text: str | int | float) -> bool:
-    """Whether the quantity's milli-unit amount is representable without capping."""
+    """Whether the quantity's milli-unit amount is representable without capping. Remembered per
+    text as `to_milli` is: the simulator and admission check every object's quantities on every
+    write (a text that fails to parse raises, and is not remembered)."""
     return abs(math.ceil(parse_quantity(text) * 1000)) <= MAX_MILLI
 
 
