@@ -96,4 +96,13 @@ def lines(
             f"| {target.figure} | {sign} {target.wanted:,g}{unit} | {shown} | "
             f"{verdict(target, value, ceiling_pods_per_s)} |"
         )
-    return out
+    return [*out, "", WHY]
+
+
+# Where the reasons for a miss and the way to close it are kept: they change with the code, not
+# with a run, so the results file points there rather than guessing.
+WHY = (
+    "Why a target is missed and what would close it: `docs/benchmarks.md`, "
+    '"Where the targets stand, and what would close them". With `--profile`, the last section '
+    "below says where each service's CPU went in this run."
+)
