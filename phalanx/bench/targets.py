@@ -60,7 +60,7 @@ def verdict(target: Target, measured: float, ceiling_pods_per_s: float | None) -
         factor = measured / target.wanted
     else:
         factor = target.wanted / measured if measured else math.inf
-    text = f"missed by a factor of {factor:.1f}"
+    text = f"missed by a factor of {factor:.2f}" if factor < 2 else f"missed by a factor of {factor:.1f}"
     if target.figure == PODS_PER_S and ceiling_pods_per_s:
         if ceiling_pods_per_s < target.wanted:
             text += (

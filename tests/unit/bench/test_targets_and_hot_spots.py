@@ -28,6 +28,8 @@ def _row(lines: list[str], figure: str) -> str:
 def test_each_target_is_met_or_missed_by_its_factor() -> None:
     lines = targets.lines("s2", S2, ceiling_pods_per_s=2000.0)
     assert "met" in _row(lines, targets.P99_LATENCY_S).split("|")[-2]
+    close = targets.lines("s2", {**S2, targets.P99_LATENCY_S: 2.09}, ceiling_pods_per_s=2000.0)
+    assert "missed by a factor of 1.04" in _row(close, targets.P99_LATENCY_S)
     assert "met" in _row(lines, targets.PARTIAL_GANGS).split("|")[-2]
     assert "missed by a factor of 3.9" in _row(lines, targets.ALL_BOUND_S)
     assert "missed by a factor of 3.6" in _row(lines, targets.CPU_MS_PER_POD)
