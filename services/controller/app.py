@@ -179,6 +179,7 @@ class Controller:
         self.held = HeldDecisions(HELD_DECISION_SECONDS)
         self._decided = skipping_superseded(Supersession(bus), _traced_decisions(dispatcher.gangs.decided))
         leases.on_gained = self._gained
+        leases.on_turned_away = self._turned_away
 
     async def run(self, health: Health) -> None:
         """Start in order (level-triggered: list, sync, then consume) and run until cancelled."""
@@ -226,12 +227,21 @@ class Controller:
     async def _gained(self, shards: frozenset[int]) -> None:
         """Shards taken over: their jobs are synced from the cache (level-triggered), and the
         decisions about them that this replica saw while another held them are carried out."""
-        in_shards = lambda key: shard_of(key, self.leases.shards) in shards  # noqa: E731
+        await self._catch_up(lambda key: shard_of(key, self.leases.shards) in shards)
+
+    async def _turned_away(self, keys: frozenset[JobKey]) -> None:
+        """Jobs whose events, timers or decisions were turned away while this replica's leases
+        had lapsed, and which are still ours: the same catch-up, for those jobs only."""
+        log.info("jobs turned away while the shard leases had lapsed: syncing them again", jobs=len(keys))
+        await self._catch_up(keys.__contains__)
+
+    async def _catch_up(self, wanted: Callable[[JobKey], bool]) -> None:
+        # Timers first: one that fired while its job was turned away is still stored, unfired.
         await self.dispatcher.jobs.restore_timers()
-        await _resync(self.dispatcher, in_shards)
-        if shard_of(CLUSTER_KEY, self.leases.shards) in shards:
+        await _resync(self.dispatcher, wanted)
+        if wanted(CLUSTER_KEY):
             self.dispatcher.topology_gained()  # HyperNode discovery is the cluster-scoped shard's work
-        for key, event in self.held.take(in_shards):
+        for key, event in self.held.take(wanted):
             with acting_for(key):
                 await _logged_decision(self._decided, event)
 

@@ -85,23 +85,26 @@ class ShardLeases:
         self.on_gained: Callable[[frozenset[int]], Coroutine[Any, Any, None]] | None = None
         self.hand_overs = 0  # shards given back or lost since start (metrics, tests)
         self._first_step = True
-        self._refused: set[int] = set()  # held shards asked for while our leases had lapsed
+        self._refused: set[JobKey] = set()  # jobs turned away while our leases had lapsed
+        self._turned_away: set[JobKey] = set()  # of those, the ones a renewal kept ours
+        self.on_turned_away: Callable[[frozenset[JobKey]], Coroutine[Any, Any, None]] | None = None
         self._syncs: set[asyncio.Task[None]] = set()
 
     # -- asked by the handlers -------------------------------------------------------------------
 
     def owns(self, shard: int) -> bool:
+        return shard in self._held and time.monotonic() < self._valid_until
+
+    def acts_for(self, key: JobKey) -> bool:
+        shard = shard_of(key, self.shards)
         if shard not in self._held:
             return False
         if time.monotonic() < self._valid_until:
             return True
-        # Held, but lapsed by our clock (a late renewal): whatever this turns away is synced
-        # again once a renewal finds the shard still ours.
-        self._refused.add(shard)
+        # Held, but lapsed by our clock (a late renewal): what was turned away for this job is
+        # synced again once a renewal finds its shard still ours (`take_turned_away`).
+        self._refused.add(key)
         return False
-
-    def acts_for(self, key: JobKey) -> bool:
-        return self.owns(shard_of(key, self.shards))
 
     def guard(self) -> None:
         """Before a write: raise ShardLost when the running handler's job is no longer ours."""
@@ -155,23 +158,35 @@ class ShardLeases:
             except Exception as error:  # the database is away: our leases run out by our clock
                 log.warning("shard lease renewal failed", error=str(error))
                 continue
+            # Apart from the renewals: syncing many jobs must not make the leases lapse.
             if gained and self.on_gained is not None:
-                # Apart from the renewals: syncing many jobs must not make the leases lapse.
-                sync = asyncio.create_task(self.on_gained(gained))
-                self._syncs.add(sync)
-                sync.add_done_callback(self._synced)
+                self._sync(self.on_gained(gained))
+            turned_away = self.take_turned_away()
+            if turned_away and self.on_turned_away is not None:
+                self._sync(self.on_turned_away(turned_away))
+
+    def _sync(self, work: Coroutine[Any, Any, None]) -> None:
+        sync = asyncio.create_task(work)
+        self._syncs.add(sync)
+        sync.add_done_callback(self._synced)
 
     def _synced(self, task: asyncio.Task[None]) -> None:
         self._syncs.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("sync of taken shards failed", error=repr(task.exception()))
 
+    def take_turned_away(self) -> frozenset[JobKey]:
+        """The jobs a handler was turned away for while our leases had run out by our clock
+        (PostgreSQL was away, or the machine starved the renewal), whose shards a renewal has
+        since found still ours: changes seen then were not reacted to, so the caller syncs these
+        jobs again (only these: a whole shard's resync on a starved machine would starve it more)."""
+        taken, self._turned_away = frozenset(self._turned_away), set()
+        return taken
+
     async def step(self) -> frozenset[int]:
-        """One renewal; returns the shards newly taken (the caller resyncs their jobs), and those
-        renewed that turned a handler away while our leases had run out by our clock (PostgreSQL
-        was away, or the machine starved the renewal): changes seen then were not reacted to, so
-        those shards are synced again too. A renewal asked in time and answered late counts: the
-        refusals are read once it is answered."""
+        """One renewal; returns the shards newly taken (the caller resyncs their jobs). The jobs
+        turned away meanwhile wait in `take_turned_away`: a renewal asked in time and answered
+        late counts too, since the refusals are read once it is answered."""
         asked = time.monotonic()
         async with self._sessions() as session, session.begin():
             await self._ensure_rows(session)
@@ -202,8 +217,8 @@ class ShardLeases:
                     {"me": self.holder, "shards": sorted(plan.give_back)},
                 )
         self._held.update(taken)
-        turned_away, self._refused = self._refused & renewed, set()
-        taken = {**taken, **{shard: self._held[shard] for shard in turned_away}}
+        self._turned_away |= {key for key in self._refused if shard_of(key, self.shards) in renewed}
+        self._refused.clear()
         self._first_step = False
         self._valid_until = asked + self.lease - self._margin
         SHARDS_HELD.set(len(self._held))

@@ -104,27 +104,31 @@ async def test_a_second_live_process_with_the_same_replica_number_is_refused(eng
     await other.join()
 
 
-async def test_shards_that_turned_work_away_while_lapsed_are_synced_again(engine: AsyncEngine) -> None:
+async def test_jobs_turned_away_while_lapsed_are_synced_again(engine: AsyncEngine) -> None:
     steady = _replica(engine, "a")
     await steady.step()
     assert await steady.step() == frozenset()  # renewed in time: nothing to sync again
+    assert steady.take_turned_away() == frozenset()
     # A replica whose every renewal comes too late by its own clock (here: a margin as long as
     # the lease), as when PostgreSQL was away: it stops acting at once. A renewal that finds
-    # nobody took its shards gives back for a resync the ones that turned a handler away.
+    # nobody took its shards hands back for a resync the jobs it turned away, and only those.
     late = ShardLeases(
         make_sessions(engine), holder="a", shards=SHARDS, lease_seconds=30.0, margin_seconds=30.0
     )
     await late.step()
-    assert await late.step() == frozenset()  # lapsed, but nothing was asked of it meanwhile
+    assert await late.step() == frozenset()
+    assert late.take_turned_away() == frozenset()  # lapsed, but nothing was asked of it meanwhile
     assert not late.acts_for(("team-a", "train"))
-    assert await late.step() == {shard_of(("team-a", "train"), SHARDS)}
+    assert await late.step() == frozenset()  # no shard changed hands
+    assert late.take_turned_away() == {("team-a", "train")}
+    assert late.take_turned_away() == frozenset()  # handed back once
 
 
 async def test_a_renewal_asked_in_time_and_answered_late_syncs_what_it_turned_away(
     engine: AsyncEngine,
 ) -> None:
     """On a starved machine a renewal can start before the lease lapses and end after it: the
-    handlers turned away in between must be synced again, not left for the periodic resync."""
+    jobs turned away in between must be synced again, not left for the periodic resync."""
     leases = ShardLeases(
         make_sessions(engine), holder="a", shards=SHARDS, lease_seconds=2.0, margin_seconds=1.4
     )
@@ -138,4 +142,19 @@ async def test_a_renewal_asked_in_time_and_answered_late_syncs_what_it_turned_aw
         assert not renewal.done()
         assert not leases.acts_for(job)  # lapsed meanwhile: a watch event for the job is turned away
         await blocker.rollback()
-    assert await renewal == {shard_of(job, SHARDS)}
+    await renewal
+    assert leases.take_turned_away() == {job}
+
+
+async def test_a_job_turned_away_whose_shard_moved_is_left_to_the_new_holder(engine: AsyncEngine) -> None:
+    a = ShardLeases(make_sessions(engine), holder="a", shards=SHARDS, lease_seconds=30.0, margin_seconds=30.0)
+    await a.step()
+    job = ("team-a", "train")
+    assert not a.acts_for(job)  # lapsed by a's clock
+    async with engine.begin() as connection:  # meanwhile its row runs out and b takes the shard
+        await connection.execute(text("UPDATE controller_shards SET expires_at = now() WHERE holder = 'a'"))
+        await connection.execute(text("UPDATE controller_members SET expires_at = now() WHERE holder = 'a'"))
+    b = _replica(engine, "b")
+    assert shard_of(job, SHARDS) in await b.step()  # b syncs it as a shard it gained
+    await a.step()
+    assert a.take_turned_away() == frozenset()
