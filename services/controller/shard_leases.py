@@ -92,9 +92,6 @@ class ShardLeases:
 
     # -- asked by the handlers -------------------------------------------------------------------
 
-    def owns(self, shard: int) -> bool:
-        return shard in self._held and time.monotonic() < self._valid_until
-
     def acts_for(self, key: JobKey) -> bool:
         shard = shard_of(key, self.shards)
         if shard not in self._held:
